@@ -1,0 +1,12 @@
+export { ROLES, isRole, roleAtLeast, type Role } from './roles.ts';
+export {
+  parsePattern,
+  formatPattern,
+  patternMatches,
+  patternCovers,
+  PATTERN_HINT,
+  type Pattern,
+  type Resource,
+} from './patterns.ts';
+export { SCOPES, DEFAULT_SCOPES, type Principal, type Scope } from './principal.ts';
+export { permissionsWithin } from './narrowing.ts';

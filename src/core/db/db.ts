@@ -1,0 +1,16 @@
+import type { Kysely } from 'kysely';
+import type { Database } from './schema.ts';
+
+/** A connection used to run migration scripts (multi-statement SQL) inside one transaction. */
+export interface ScriptTransaction {
+  exec(sql: string): Promise<void>;
+  query<R = Record<string, unknown>>(sql: string, params?: unknown[]): Promise<R[]>;
+}
+
+export interface Db {
+  readonly kysely: Kysely<Database>;
+  readonly driver: 'pglite' | 'postgres';
+  /** Runs `fn` in one transaction on a single connection, for scripts that Kysely's prepared statements cannot carry. */
+  scriptTransaction<T>(fn: (tx: ScriptTransaction) => Promise<T>): Promise<T>;
+  close(): Promise<void>;
+}

@@ -1,0 +1,104 @@
+import type { FastifyError, FastifyInstance } from 'fastify';
+import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
+import { AppError } from './app-error.ts';
+
+/** One entry of FastAPI's HTTPValidationError body. */
+export interface ValidationIssue {
+  loc: (string | number)[];
+  msg: string;
+  type: string;
+}
+
+const LOCATION: Record<string, string> = { body: 'body', querystring: 'query', params: 'path', headers: 'header' };
+
+export function validationErrorBody(issues: ValidationIssue[]) {
+  return { detail: issues };
+}
+
+function issueType(keyword: string, message: string, params: Record<string, unknown>): string {
+  if (/received undefined/.test(message)) return 'missing';
+  switch (keyword) {
+    case 'invalid_type':
+      return `${String(params.expected ?? 'value')}_type`;
+    case 'too_small':
+      return params.origin === 'string' ? 'string_too_short' : params.origin === 'array' ? 'too_short' : 'greater_than_equal';
+    case 'too_big':
+      return params.origin === 'string' ? 'string_too_long' : params.origin === 'array' ? 'too_long' : 'less_than_equal';
+    case 'invalid_value':
+      return 'enum';
+    case 'invalid_format':
+      return 'string_pattern_mismatch';
+    case 'unrecognized_keys':
+      return 'extra_forbidden';
+    default:
+      return keyword;
+  }
+}
+
+function toLoc(context: string | undefined, instancePath: string): (string | number)[] {
+  const segments = instancePath
+    .split('/')
+    .filter((s) => s !== '')
+    .map((s) => (/^\d+$/.test(s) ? Number(s) : s));
+  return [LOCATION[context ?? 'body'] ?? context ?? 'body', ...segments];
+}
+
+/** Installs the one error handler: FastAPI-style 422s, `{detail, code}` for everything else, never a stack trace. */
+export function registerErrorHandling(app: FastifyInstance) {
+  app.setNotFoundHandler((request, reply) => {
+    reply.status(404).send({ detail: `No route ${request.method} ${request.url.split('?')[0]}`, code: 'NOT_FOUND' });
+  });
+
+  app.setErrorHandler((error: FastifyError, request, reply) => {
+    if (error instanceof AppError) {
+      reply.headers(error.headers);
+      return reply.status(error.status).send({ ...error.extra, detail: error.message, code: error.code });
+    }
+    if (hasZodFastifySchemaValidationErrors(error)) {
+      const issues = error.validation.map((v) =>
+        ({
+          loc: toLoc(error.validationContext, v.instancePath),
+          msg: v.message ?? 'Invalid value',
+          type: issueType(v.keyword, v.message ?? '', v.params as Record<string, unknown>),
+        }) satisfies ValidationIssue,
+      );
+      return reply.status(422).send(validationErrorBody(issues));
+    }
+    if (error.validation) {
+      const issues = error.validation.map((v) => ({
+        loc: toLoc(error.validationContext, v.instancePath),
+        msg: v.message ?? 'Invalid value',
+        type: v.keyword,
+      }));
+      return reply.status(422).send(validationErrorBody(issues));
+    }
+    if (error.code === 'FST_ERR_CTP_INVALID_JSON_BODY' || error instanceof SyntaxError) {
+      return reply
+        .status(422)
+        .send(validationErrorBody([{ loc: ['body'], msg: 'JSON decode error', type: 'json_invalid' }]));
+    }
+    if (error.code === 'FST_ERR_CTP_EMPTY_JSON_BODY') {
+      return reply.status(422).send(validationErrorBody([{ loc: ['body'], msg: 'Field required', type: 'missing' }]));
+    }
+    const status = error.statusCode ?? 500;
+    if (status >= 400 && status < 500) {
+      const code = CLIENT_ERROR_CODES[status] ?? 'BAD_REQUEST';
+      return reply.status(status).send({ detail: error.message, code });
+    }
+    request.log.error({ err: error }, 'unhandled error');
+    return reply.status(500).send({ detail: 'Internal server error', code: 'INTERNAL_ERROR' });
+  });
+}
+
+const CLIENT_ERROR_CODES: Record<number, string> = {
+  400: 'BAD_REQUEST',
+  401: 'UNAUTHORIZED',
+  403: 'FORBIDDEN',
+  404: 'NOT_FOUND',
+  405: 'METHOD_NOT_ALLOWED',
+  406: 'NOT_ACCEPTABLE',
+  408: 'REQUEST_TIMEOUT',
+  413: 'PAYLOAD_TOO_LARGE',
+  415: 'UNSUPPORTED_MEDIA_TYPE',
+  429: 'TOO_MANY_REQUESTS',
+};

@@ -1,0 +1,14 @@
+export {
+  requireAuth,
+  authenticateRequest,
+  principalOf,
+  bearerToken,
+  InvalidTokenError,
+  ACCESS_TOKEN_COOKIE,
+  type TokenVerifier,
+} from './authenticate.ts';
+export { queryBoolean } from './params.ts';
+export { requestIdOptions } from './request-id.ts';
+export { serviceDocs } from './openapi.ts';
+export { AdminToken, ADMIN_TOKEN_HEADER } from './admin-token.ts';
+export { PublicUrl } from './public-url.ts';

@@ -1,0 +1,58 @@
+import type { FastifyInstance } from 'fastify';
+import type { Sealer } from '../../core/crypto/index.ts';
+import type { Db } from '../../core/db/index.ts';
+import type { AdminToken, PublicUrl } from '../../core/http/index.ts';
+import { CredentialService } from './credentials.ts';
+import { SigningKeyStore } from './keys.ts';
+import { AuthRepo } from './repo.ts';
+import { AUTH_PREFIX, authRoutes, discoveryDocument } from './routes.ts';
+import { FailedAttemptThrottle } from './throttle.ts';
+import { AccessTokenVerifier, TokenService } from './tokens.ts';
+
+export { AUTH_PREFIX, discoveryDocument } from './routes.ts';
+export { AccessTokenVerifier, ACCESS_TOKEN_AUDIENCE } from './tokens.ts';
+export { CredentialService } from './credentials.ts';
+export { SigningKeyStore } from './keys.ts';
+
+export interface AuthServiceOptions {
+  db: Db;
+  sealer: Sealer;
+  adminToken: AdminToken;
+  publicUrl: PublicUrl;
+  accessTokenTtlSeconds: number;
+  refreshTokenTtlDays: number;
+  billingAccountOf?: (identity: string) => Promise<string | null>;
+}
+
+/** The authentication service: its parts, for other services and the CLI, and its routes. */
+export async function createAuthService(options: AuthServiceOptions) {
+  const repo = new AuthRepo(options.db);
+  // A rotated-out key stays published for a token lifetime plus five minutes of slack.
+  const keys = new SigningKeyStore(options.db, options.sealer, options.accessTokenTtlSeconds + 300);
+  await keys.init();
+  const issuer = () => options.publicUrl.service(AUTH_PREFIX);
+  const verifier = new AccessTokenVerifier(keys, repo, issuer);
+  const tokens = new TokenService(repo, keys, new FailedAttemptThrottle(options.db), {
+    issuer,
+    accessTokenTtlSeconds: options.accessTokenTtlSeconds,
+    refreshTokenTtlDays: options.refreshTokenTtlDays,
+  });
+  const credentials = new CredentialService(repo);
+  const routes = authRoutes({
+    credentials,
+    tokens,
+    verifier,
+    keys,
+    adminToken: options.adminToken,
+    publicUrl: options.publicUrl,
+    billingAccountOf: options.billingAccountOf ?? (async () => null),
+  });
+  /** RFC 8414 places metadata for an issuer with a path at `/.well-known/oauth-authorization-server/auth`. */
+  const rootWellKnown = async (app: FastifyInstance) => {
+    app.get(`/.well-known/oauth-authorization-server${AUTH_PREFIX}`, { schema: { hide: true } }, async () => discoveryDocument(options.publicUrl));
+    app.get(`/.well-known/openid-configuration${AUTH_PREFIX}`, { schema: { hide: true } }, async () => discoveryDocument(options.publicUrl));
+  };
+  return { keys, verifier, tokens, credentials, routes, rootWellKnown };
+}
+
+export type AuthService = Awaited<ReturnType<typeof createAuthService>>;

@@ -1,0 +1,302 @@
+import { decodeProtectedHeader, errors as joseErrors, jwtVerify, SignJWT } from 'jose';
+import type { Principal } from '../../core/authz/index.ts';
+import { newId, safeEqual, sha256Hex } from '../../core/crypto/index.ts';
+import type { PermissionPair } from '../../core/db/index.ts';
+import { AppError } from '../../core/errors/index.ts';
+import { InvalidTokenError, type TokenVerifier } from '../../core/http/index.ts';
+import { SIGNING_ALG, type SigningKeyStore } from './keys.ts';
+import { oauthError } from './oauth-error.ts';
+import type { AuthRepo, CredentialRow } from './repo.ts';
+import { CREDENTIAL_SECRET_PREFIX, generateSecret, isWellFormedSecret, REFRESH_TOKEN_PREFIX } from './secrets.ts';
+import type { FailedAttemptThrottle } from './throttle.ts';
+
+export const ACCESS_TOKEN_AUDIENCE = 'lakeport';
+
+export interface TokenSettings {
+  /** `iss` of every token: the auth service's public URL. A function because the port may settle late. */
+  issuer: () => string;
+  accessTokenTtlSeconds: number;
+  refreshTokenTtlDays: number;
+}
+
+export interface TokenResponse {
+  access_token: string;
+  token_type: 'Bearer';
+  expires_in: number;
+  scope: string;
+  refresh_token?: string;
+}
+
+interface AccessTokenClaims {
+  sub: string;
+  client_id: string;
+  cid: string;
+  scope: string;
+  permissions: PermissionPair[];
+}
+
+/** Issues, refreshes, revokes and introspects tokens. */
+export class TokenService {
+  constructor(
+    private readonly repo: AuthRepo,
+    private readonly keys: SigningKeyStore,
+    private readonly throttle: FailedAttemptThrottle,
+    private readonly settings: TokenSettings,
+  ) {}
+
+  private async signAccessToken(claims: AccessTokenClaims): Promise<{ token: string; jti: string }> {
+    const { kid, privateKey } = await this.keys.signingKey();
+    const jti = newId('at');
+    const token = await new SignJWT({ ...claims })
+      .setProtectedHeader({ alg: SIGNING_ALG, kid, typ: 'at+jwt' })
+      .setIssuer(this.settings.issuer())
+      .setAudience(ACCESS_TOKEN_AUDIENCE)
+      .setIssuedAt()
+      .setExpirationTime(`${this.settings.accessTokenTtlSeconds}s`)
+      .setJti(jti)
+      .sign(privateKey);
+    return { token, jti };
+  }
+
+  private narrowScopes(granted: string[], requested: string | undefined): string[] {
+    if (requested === undefined || requested.trim() === '') return granted;
+    const wanted = [...new Set(requested.trim().split(/\s+/))];
+    const extra = wanted.filter((s) => !granted.includes(s));
+    if (extra.length > 0) throw oauthError(400, 'invalid_scope', `Scope(s) not granted to this credential: ${extra.join(', ')}`);
+    return wanted;
+  }
+
+  /** Authenticates a client by its secret (throttled per client_id); returns the live credential. */
+  async authenticateClient(clientId: string, clientSecret: string): Promise<CredentialRow> {
+    const retryAfter = await this.throttle.retryAfter(clientId);
+    if (retryAfter > 0) {
+      throw new AppError(429, 'TOO_MANY_REQUESTS', `Too many failed token requests for '${clientId}'; retry in ${retryAfter} s`, {
+        headers: { 'retry-after': String(retryAfter), 'cache-control': 'no-store' },
+        extra: { error: 'slow_down', error_description: `Too many failed attempts; retry in ${retryAfter} s` },
+      });
+    }
+    const credential = isWellFormedSecret(clientSecret, CREDENTIAL_SECRET_PREFIX)
+      ? await this.repo.findBySecretHash(sha256Hex(clientSecret))
+      : undefined;
+    // The secret's digest is the lookup key, so reaching a row already proves the secret; the
+    // client_id must also be the credential's own.
+    const live =
+      credential !== undefined &&
+      safeEqual(credential.client_id, clientId) &&
+      credential.revoked_at === null &&
+      (credential.expires_at === null || credential.expires_at.getTime() > Date.now());
+    if (!credential || !live) {
+      await this.throttle.recordFailure(clientId);
+      throw oauthError(401, 'invalid_client', 'Client authentication failed: unknown client, wrong secret, or a revoked or expired credential');
+    }
+    return credential;
+  }
+
+  /** The client_credentials grant. */
+  async clientCredentials(clientId: string, clientSecret: string, requestedScope?: string): Promise<TokenResponse> {
+    const credential = await this.authenticateClient(clientId, clientSecret);
+    const scopes = this.narrowScopes(credential.scopes, requestedScope);
+    const access = await this.signAccessToken({
+      sub: credential.client_id,
+      client_id: credential.client_id,
+      cid: credential.credential_id,
+      scope: scopes.join(' '),
+      permissions: credential.permissions,
+    });
+    const refreshToken = generateSecret(REFRESH_TOKEN_PREFIX);
+    const refreshExpiry = new Date(Date.now() + this.settings.refreshTokenTtlDays * 86_400_000);
+    await this.repo.insertRefreshToken({
+      token_hash: sha256Hex(refreshToken),
+      credential_id: credential.credential_id,
+      client_id: credential.client_id,
+      scopes,
+      // A refresh token never outlives its credential.
+      expires_at: credential.expires_at && credential.expires_at < refreshExpiry ? credential.expires_at : refreshExpiry,
+    });
+    await this.repo.touchCredential(credential.credential_id);
+    return {
+      access_token: access.token,
+      token_type: 'Bearer',
+      expires_in: this.settings.accessTokenTtlSeconds,
+      refresh_token: refreshToken,
+      scope: scopes.join(' '),
+    };
+  }
+
+  /** The refresh_token grant: a new access token; the refresh token stays valid (see docs/auth.md). */
+  async refresh(refreshToken: string, authenticatedClientId?: string, requestedScope?: string): Promise<TokenResponse> {
+    const row = isWellFormedSecret(refreshToken, REFRESH_TOKEN_PREFIX)
+      ? await this.repo.findRefreshToken(sha256Hex(refreshToken))
+      : undefined;
+    const now = Date.now();
+    const valid =
+      row !== undefined &&
+      row.revoked_at === null &&
+      row.expires_at.getTime() > now &&
+      row.credential_revoked_at === null &&
+      (row.credential_expires_at === null || row.credential_expires_at.getTime() > now);
+    if (!row || !valid) {
+      throw oauthError(400, 'invalid_grant', 'The refresh token is invalid, expired or revoked, or its credential is');
+    }
+    if (authenticatedClientId !== undefined && authenticatedClientId !== row.client_id) {
+      throw oauthError(400, 'invalid_grant', 'The refresh token was not issued to this client');
+    }
+    const scopes = this.narrowScopes(row.scopes, requestedScope);
+    const access = await this.signAccessToken({
+      sub: row.client_id,
+      client_id: row.client_id,
+      cid: row.credential_id,
+      scope: scopes.join(' '),
+      permissions: row.permissions,
+    });
+    await this.repo.touchRefreshToken(row.token_hash);
+    return { access_token: access.token, token_type: 'Bearer', expires_in: this.settings.accessTokenTtlSeconds, scope: scopes.join(' ') };
+  }
+
+  /**
+   * What is known of a token (RFC 7662). `owner` limits the answer to tokens of that identity;
+   * undefined (the admin token) sees every token.
+   */
+  async introspect(token: string, owner: string | undefined, verifier: AccessTokenVerifier): Promise<Record<string, unknown>> {
+    if (token.startsWith(REFRESH_TOKEN_PREFIX)) {
+      const row = isWellFormedSecret(token, REFRESH_TOKEN_PREFIX) ? await this.repo.findRefreshToken(sha256Hex(token)) : undefined;
+      const now = Date.now();
+      const active =
+        row !== undefined &&
+        (owner === undefined || owner === row.client_id) &&
+        row.revoked_at === null &&
+        row.expires_at.getTime() > now &&
+        row.credential_revoked_at === null &&
+        (row.credential_expires_at === null || row.credential_expires_at.getTime() > now);
+      if (!active) return { active: false };
+      return {
+        active: true,
+        token_type: 'refresh_token',
+        client_id: row.client_id,
+        sub: row.client_id,
+        scope: row.scopes.join(' '),
+        iat: Math.floor(row.created_at.getTime() / 1000),
+        exp: Math.floor(row.expires_at.getTime() / 1000),
+        iss: this.settings.issuer(),
+        credential_id: row.credential_id,
+      };
+    }
+    try {
+      const principal = await verifier.verify(token);
+      if (owner !== undefined && owner !== principal.identity) return { active: false };
+      return {
+        active: true,
+        token_type: 'access_token',
+        client_id: principal.identity,
+        sub: principal.identity,
+        scope: principal.scopes.join(' '),
+        exp: Math.floor(principal.expiresAt.getTime() / 1000),
+        iss: this.settings.issuer(),
+        aud: ACCESS_TOKEN_AUDIENCE,
+        jti: principal.tokenId,
+        credential_id: principal.credentialId,
+        permissions: principal.permissions,
+      };
+    } catch (error) {
+      if (error instanceof InvalidTokenError) return { active: false };
+      throw error;
+    }
+  }
+
+  /** RFC 7009: revokes a refresh or access token of `owner` (any token for the admin token); unknown tokens are ignored. */
+  async revoke(token: string, owner: string | undefined, verifier: AccessTokenVerifier): Promise<void> {
+    if (token.startsWith(REFRESH_TOKEN_PREFIX)) {
+      if (!isWellFormedSecret(token, REFRESH_TOKEN_PREFIX)) return;
+      const hash = sha256Hex(token);
+      const row = await this.repo.findRefreshToken(hash);
+      if (row && (owner === undefined || owner === row.client_id)) await this.repo.revokeRefreshToken(hash);
+      return;
+    }
+    try {
+      const principal = await verifier.verify(token);
+      if (owner !== undefined && owner !== principal.identity) return;
+      await this.repo.revokeAccessToken(principal.tokenId, principal.expiresAt);
+      verifier.forget(token);
+    } catch (error) {
+      if (!(error instanceof InvalidTokenError)) throw error;
+    }
+  }
+}
+
+const STATUS_RECHECK_MS = 5_000;
+const CACHE_LIMIT = 10_000;
+
+/**
+ * Verifies access tokens: signature by a published key (`kid`), EdDSA only, issuer, audience and
+ * expiry; then that the credential is live and the token not revoked. Verified tokens are cached,
+ * and their status is rechecked at most every few seconds, so a revocation bites within that time.
+ */
+export class AccessTokenVerifier implements TokenVerifier {
+  private readonly cache = new Map<string, { principal: Principal; checkedAt: number }>();
+
+  constructor(
+    private readonly keys: SigningKeyStore,
+    private readonly repo: AuthRepo,
+    private readonly issuer: () => string,
+  ) {}
+
+  forget(token: string) {
+    this.cache.delete(token);
+  }
+
+  async verify(token: string): Promise<Principal> {
+    const now = Date.now();
+    const cached = this.cache.get(token);
+    if (cached) {
+      if (cached.principal.expiresAt.getTime() <= now) {
+        this.cache.delete(token);
+        throw new InvalidTokenError('token expired');
+      }
+      if (now - cached.checkedAt < STATUS_RECHECK_MS) return cached.principal;
+    }
+    const principal = cached?.principal ?? (await this.verifySignature(token));
+    if (!(await this.repo.accessTokenLive(principal.credentialId, principal.tokenId))) {
+      this.cache.delete(token);
+      throw new InvalidTokenError('token or its credential has been revoked or has expired');
+    }
+    if (!cached && this.cache.size >= CACHE_LIMIT) this.cache.delete(this.cache.keys().next().value!);
+    this.cache.set(token, { principal, checkedAt: now });
+    return principal;
+  }
+
+  private async verifySignature(token: string): Promise<Principal> {
+    let kid: string | undefined;
+    try {
+      const header = decodeProtectedHeader(token);
+      if (header.alg !== SIGNING_ALG) throw new InvalidTokenError(`unsupported algorithm ${String(header.alg)}`);
+      kid = header.kid;
+    } catch (error) {
+      if (error instanceof InvalidTokenError) throw error;
+      throw new InvalidTokenError('malformed token');
+    }
+    if (!kid) throw new InvalidTokenError('token has no key id');
+    const key = await this.keys.verificationKey(kid);
+    if (!key) throw new InvalidTokenError('token signed by an unknown key');
+    try {
+      const { payload } = await jwtVerify(token, key, {
+        algorithms: [SIGNING_ALG],
+        issuer: this.issuer(),
+        audience: ACCESS_TOKEN_AUDIENCE,
+        requiredClaims: ['sub', 'exp', 'iat', 'jti', 'cid'],
+      });
+      const scope = typeof payload.scope === 'string' ? payload.scope : '';
+      return {
+        identity: payload.sub!,
+        scopes: scope === '' ? [] : scope.split(' '),
+        permissions: Array.isArray(payload.permissions) ? (payload.permissions as PermissionPair[]) : [],
+        credentialId: String(payload.cid),
+        tokenId: payload.jti!,
+        expiresAt: new Date(payload.exp! * 1000),
+      };
+    } catch (error) {
+      if (error instanceof joseErrors.JWTExpired) throw new InvalidTokenError('token expired');
+      if (error instanceof joseErrors.JOSEError) throw new InvalidTokenError(error.message);
+      throw error;
+    }
+  }
+}
