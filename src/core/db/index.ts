@@ -8,8 +8,8 @@ export type * from './schema.ts';
 export { migrate, loadMigrations } from './migrate.ts';
 
 /** PostgreSQL when a URL is given, else embedded PGlite under the data directory (`memory` for tests). */
-export async function openDatabase(options: { databaseUrl?: string; dataDir?: string | 'memory' }): Promise<Db> {
+export async function openDatabase(options: { databaseUrl?: string; dataDir?: string | 'memory'; template?: Blob }): Promise<Db> {
   if (options.databaseUrl) return openPostgres(options.databaseUrl);
   const dir = options.dataDir === 'memory' || options.dataDir === undefined ? undefined : path.join(options.dataDir, 'pgdata');
-  return openPglite(dir);
+  return openPglite(dir, options.template);
 }

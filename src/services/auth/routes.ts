@@ -140,8 +140,11 @@ export const authRoutes =
           response: { 200: S.RevokeCredentialResponse },
         },
       },
-      async (request) =>
-        credentials.revoke(await credentialCaller(request), request.params.client_id, request.params.credential_id),
+      async (request) => {
+        const result = await credentials.revoke(await credentialCaller(request), request.params.client_id, request.params.credential_id);
+        verifier.forgetCredential(result.credential_id);
+        return result;
+      },
     );
 
     app.post(

@@ -244,6 +244,11 @@ export class AccessTokenVerifier implements TokenVerifier {
     this.cache.delete(token);
   }
 
+  /** Drops cached tokens of a revoked credential, so this server refuses them at once (peers within seconds). */
+  forgetCredential(credentialId: string) {
+    for (const [token, entry] of this.cache) if (entry.principal.credentialId === credentialId) this.cache.delete(token);
+  }
+
   async verify(token: string): Promise<Principal> {
     const now = Date.now();
     const cached = this.cache.get(token);

@@ -1,0 +1,36 @@
+import { describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig } from './config.ts';
+
+describe('loadConfig', () => {
+  it('applies the runtime contract defaults', () => {
+    const c = loadConfig({});
+    expect(c.host).toBe('127.0.0.1');
+    expect(c.port).toBe(8080);
+    expect(c.publicUrl).toBeUndefined();
+    expect(c.databaseUrl).toBeUndefined();
+    expect(c.dataDir.endsWith('.lakeport')).toBe(true);
+    expect(Object.isFrozen(c)).toBe(true);
+  });
+
+  it('reads every variable', () => {
+    const c = loadConfig({
+      HOST: '0.0.0.0',
+      PORT: '9000',
+      LAKEPORT_PUBLIC_URL: 'https://lake.example.com/',
+      DATABASE_URL: 'postgres://u@h/db',
+      LAKEPORT_ADMIN_TOKEN: 'a-long-enough-admin-token',
+    });
+    expect(c).toMatchObject({ host: '0.0.0.0', port: 9000, publicUrl: 'https://lake.example.com', databaseUrl: 'postgres://u@h/db' });
+  });
+
+  it('treats empty values as unset', () => {
+    expect(loadConfig({ DATABASE_URL: '', LAKEPORT_PUBLIC_URL: ' ' }).databaseUrl).toBeUndefined();
+  });
+
+  it.each([{ PORT: 'x' }, { PORT: '70000' }, { DATABASE_URL: 'mysql://x' }, { LAKEPORT_ADMIN_TOKEN: 'short' }, { LAKEPORT_PUBLIC_URL: 'not a url' }])(
+    'refuses %j with a readable message',
+    (env) => {
+      expect(() => loadConfig(env)).toThrow(ConfigError);
+    },
+  );
+});

@@ -1,0 +1,65 @@
+import { execFile } from 'node:child_process';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createPostgresDatabaseUrl, TEST_DATABASE_URL, tempDir } from './harness.ts';
+
+const run = promisify(execFile);
+const BIN = path.resolve(import.meta.dirname, '../bin/lakeport.js');
+
+describe('lakeport CLI', () => {
+  const data = tempDir('lakeport-cli-');
+  let env: NodeJS.ProcessEnv;
+  let dropDb: (() => Promise<void>) | undefined;
+
+  beforeAll(async () => {
+    env = { ...process.env, LAKEPORT_DATA_DIR: data.dir };
+    delete env.DATABASE_URL;
+    if (TEST_DATABASE_URL) {
+      const db = await createPostgresDatabaseUrl();
+      env.DATABASE_URL = db.url;
+      dropDb = db.drop;
+    }
+  });
+  afterAll(async () => {
+    await dropDb?.();
+    data.remove();
+  });
+
+  const lakeport = (...args: string[]) => run('node', [BIN, ...args], { env, timeout: 60_000 });
+
+  it('migrate applies the schema, then finds nothing to do', async () => {
+    const first = await lakeport('migrate');
+    expect(first.stdout).toMatch(/applied migrations 1/);
+    const second = await lakeport('migrate');
+    expect(second.stdout).toMatch(/up to date/);
+  });
+
+  it('admin create-credential prints a one-time secret', async () => {
+    const { stdout, stderr } = await lakeport('admin', 'create-credential', '--client-id', 'svc-loader', '--type', 'loader', '--permission', 'sales.*=writer');
+    const created = JSON.parse(stdout);
+    expect(created).toMatchObject({ client_id: 'svc-loader', credential_id: expect.stringMatching(/^cred_/) });
+    expect(created.secret).toMatch(/^lpsk_/);
+    expect(stderr).toMatch(/shown only once/);
+  });
+
+  it('fails with one line and a non-zero exit on bad input', async () => {
+    for (const args of [['admin', 'create-credential'], ['admin', 'create-credential', '--client-id', 'x', '--permission', 'nope=owner'], ['frobnicate']]) {
+      const error = await lakeport(...args).then(
+        () => undefined,
+        (e: { code: number; stderr: string }) => e,
+      );
+      expect(error?.code).toBe(2);
+      expect(error?.stderr.split('\n')[0]).toMatch(/^lakeport: /);
+    }
+  });
+
+  it('refuses a bad configuration with a readable message', async () => {
+    const error = await run('node', [BIN, 'migrate'], { env: { ...env, PORT: 'eighty' } }).then(
+      () => undefined,
+      (e: { code: number; stderr: string }) => e,
+    );
+    expect(error?.code).toBe(2);
+    expect(error?.stderr).toMatch(/PORT/);
+  });
+});

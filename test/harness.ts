@@ -1,0 +1,111 @@
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { FastifyInstance } from 'fastify';
+import pg from 'pg';
+import { inject } from 'vitest';
+import { buildApp, type AppDeps } from '../src/app.ts';
+import { Sealer } from '../src/core/crypto/index.ts';
+import { migrate, openDatabase, type Db } from '../src/core/db/index.ts';
+import { AdminToken, PublicUrl } from '../src/core/http/index.ts';
+
+/** Where the suite keeps metadata: PostgreSQL when DATABASE_URL is set (CI runs both), else PGlite in memory. */
+export const TEST_DATABASE_URL = process.env.DATABASE_URL;
+
+let template: Promise<Blob | undefined> | undefined;
+/** The empty PGlite cluster that test/global-setup.ts dumped once, so no test file pays for initdb. */
+function pgliteTemplate(): Promise<Blob | undefined> {
+  const file = inject('pgliteTemplate');
+  template ??= file ? fs.promises.readFile(file).then((bytes) => new Blob([bytes])) : Promise.resolve(undefined);
+  return template;
+}
+
+export interface TestDb {
+  db: Db;
+  dispose(): Promise<void>;
+}
+
+async function adminQuery(sql: string) {
+  const client = new pg.Client({ connectionString: TEST_DATABASE_URL });
+  await client.connect();
+  try {
+    await client.query(sql);
+  } finally {
+    await client.end();
+  }
+}
+
+/** A fresh, empty database (its own PostgreSQL database, or an in-memory PGlite), migrated. */
+export async function createTestDb(options: { migrate?: boolean } = {}): Promise<TestDb> {
+  let db: Db;
+  let dispose: () => Promise<void>;
+  if (TEST_DATABASE_URL) {
+    const name = `lakeport_test_${crypto.randomBytes(6).toString('hex')}`;
+    await adminQuery(`CREATE DATABASE ${name}`);
+    const url = new URL(TEST_DATABASE_URL);
+    url.pathname = `/${name}`;
+    db = await openDatabase({ databaseUrl: url.toString() });
+    dispose = async () => {
+      await db.close();
+      await adminQuery(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+    };
+  } else {
+    db = await openDatabase({ dataDir: 'memory', template: await pgliteTemplate() });
+    dispose = () => db.close();
+  }
+  if (options.migrate !== false) await migrate(db);
+  return { db, dispose };
+}
+
+/** The URL of a fresh database, for tests that open several connections to one database. */
+export async function createPostgresDatabaseUrl(): Promise<{ url: string; drop(): Promise<void> }> {
+  if (!TEST_DATABASE_URL) throw new Error('DATABASE_URL is not set');
+  const name = `lakeport_test_${crypto.randomBytes(6).toString('hex')}`;
+  await adminQuery(`CREATE DATABASE ${name}`);
+  const url = new URL(TEST_DATABASE_URL);
+  url.pathname = `/${name}`;
+  return { url: url.toString(), drop: () => adminQuery(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`) };
+}
+
+export function tempDir(prefix = 'lakeport-test-'): { dir: string; remove(): void } {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+  return { dir, remove: () => fs.rmSync(dir, { recursive: true, force: true }) };
+}
+
+export const TEST_PUBLIC_URL = 'http://lakeport.test';
+
+export interface TestApp {
+  app: FastifyInstance;
+  db: Db;
+  deps: AppDeps;
+  adminToken: string;
+  close(): Promise<void>;
+}
+
+/** The whole application over a fresh database, for `app.inject` route tests. */
+export async function createTestApp(overrides: Partial<AppDeps> = {}): Promise<TestApp> {
+  const { db, dispose } = await createTestDb();
+  const adminToken = `test-admin-${crypto.randomBytes(12).toString('hex')}`;
+  const deps: AppDeps = {
+    db,
+    sealer: new Sealer(crypto.randomBytes(32)),
+    adminToken: new AdminToken(adminToken),
+    publicUrl: new PublicUrl(TEST_PUBLIC_URL, '127.0.0.1', 0),
+    accessTokenTtlSeconds: 900,
+    refreshTokenTtlDays: 30,
+    ...overrides,
+  };
+  const app = await buildApp(deps);
+  await app.ready();
+  return {
+    app,
+    db,
+    deps,
+    adminToken,
+    async close() {
+      await app.close();
+      await dispose();
+    },
+  };
+}
