@@ -2,11 +2,16 @@ import cookie from '@fastify/cookie';
 import formbody from '@fastify/formbody';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import { serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
+import { Authorizer, PolicyGrantSource } from './core/authz/index.ts';
+import { Catalog } from './core/catalog/index.ts';
 import type { Sealer } from './core/crypto/index.ts';
 import type { Db } from './core/db/index.ts';
 import { registerErrorHandling } from './core/errors/index.ts';
 import { requestIdOptions, serviceDocs, type AdminToken, type PublicUrl } from './core/http/index.ts';
-import { AUTH_PREFIX, createAuthService } from './services/auth/index.ts';
+import type { LocalLake } from './core/storage/index.ts';
+import { createAccountsService, type AccountService, type NamespacePort, type WorkspaceService } from './services/accounts/index.ts';
+import { AUTH_PREFIX, createAuthService, type AuthService } from './services/auth/index.ts';
+import { createPolicyService, type PolicyService } from './services/policy/index.ts';
 
 export interface AppDeps {
   db: Db;
@@ -15,10 +20,41 @@ export interface AppDeps {
   publicUrl: PublicUrl;
   accessTokenTtlSeconds: number;
   refreshTokenTtlDays: number;
+  lake: LocalLake;
 }
 
 export interface AppOptions {
   logger?: FastifyServerOptions['logger'];
+  /** Run periodic upkeep (purging workspaces past their grace window); on in `lakeport serve`. */
+  backgroundTasks?: boolean;
+}
+
+const PURGE_INTERVAL_MS = 60_000;
+
+/** The services behind the routes, for the CLI, background work and tests. */
+export interface LakeportServices {
+  auth: AuthService;
+  authz: Authorizer;
+  catalog: Catalog;
+  policy: PolicyService;
+  accounts: AccountService;
+  workspaces: WorkspaceService;
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    lakeport: LakeportServices;
+  }
+}
+
+/** The catalog as the account service sees a workspace's namespace. */
+function namespacePort(catalog: Catalog): NamespacePort {
+  return {
+    claim: async (workspace, billingAccount) => void (await catalog.claimNamespace(workspace, billingAccount)),
+    guards: async (workspace) => (await catalog.findNamespace(workspace))?.guards,
+    // Purging follows an approved deletion, so it is not stopped by the drop guard.
+    drop: async (workspace) => void (await catalog.dropNamespace(workspace, { force: true })),
+  };
 }
 
 /** The seven service prefixes of the runtime contract. */
@@ -28,9 +64,6 @@ export const SERVICE_PREFIXES = ['/auth', '/upload', '/jobs', '/billing', '/cont
 const UNBUILT_SERVICES: { prefix: string; title: string; description: string }[] = [
   { prefix: '/upload', title: 'Lakeport upload service', description: 'Schema contracts, streamed writes and atomic commits.' },
   { prefix: '/jobs', title: 'Lakeport query job service', description: 'Asynchronous SQL on DuckDB.' },
-  { prefix: '/billing', title: 'Lakeport account service (billing)', description: 'Accounts, members and workspaces.' },
-  { prefix: '/control', title: 'Lakeport account service (control)', description: 'Accounts, members, workspaces and controls.' },
-  { prefix: '/policy', title: 'Lakeport access policy service', description: 'Access policies per workspace.' },
   { prefix: '/odata', title: 'Lakeport OData service', description: 'OData v4 over every dataset.' },
 ];
 
@@ -66,6 +99,32 @@ export async function buildApp(deps: AppDeps, options: AppOptions = {}): Promise
     publicUrl: deps.publicUrl,
     accessTokenTtlSeconds: deps.accessTokenTtlSeconds,
     refreshTokenTtlDays: deps.refreshTokenTtlDays,
+    billingAccountOf: (identity) => accounts.accounts.billingAccountOf(identity),
+  });
+  const authz = new Authorizer(new PolicyGrantSource(deps.db));
+  const catalog = new Catalog(deps.db);
+  const policy = createPolicyService({
+    db: deps.db,
+    authz,
+    verifier: auth.verifier,
+    adminToken: deps.adminToken,
+    directory: {
+      workspace: async (name) => {
+        const record = await accounts.records.get(name);
+        return record && !record.deleted_at ? { billingAccount: record.billing_account } : undefined;
+      },
+      isActiveBillingAdmin: (identity, accountId) => accounts.accounts.isActiveBillingAdmin(identity, accountId),
+      datasets: async (workspace) => (await catalog.listDatasets(workspace)).map((d) => ({ collection: d.collection, name: d.name, kind: d.kind })),
+    },
+  });
+  const accounts = createAccountsService({
+    db: deps.db,
+    verifier: auth.verifier,
+    authz,
+    namespaces: namespacePort(catalog),
+    genesis: async (workspace, grants, caller) =>
+      void (await policy.policies.genesis({ kind: 'identity', identity: caller.identity }, workspace, grants)),
+    lake: deps.lake,
   });
   await app.register(
     async (service) => {
@@ -75,6 +134,42 @@ export async function buildApp(deps: AppDeps, options: AppOptions = {}): Promise
     { prefix: AUTH_PREFIX },
   );
   await app.register(auth.rootWellKnown);
+
+  await app.register(
+    async (service) => {
+      await serviceDocs(service, { title: 'Lakeport account service (billing)', description: 'Accounts, members, invoices and workspaces.' });
+      await service.register(accounts.billingRoutes);
+    },
+    { prefix: '/billing' },
+  );
+  await app.register(
+    async (service) => {
+      await serviceDocs(service, { title: 'Lakeport account service (control)', description: 'Accounts, members, invoices, workspaces and guards.' });
+      await service.register(accounts.controlRoutes);
+      await service.register(policy.genesisRoute('accounts'));
+    },
+    { prefix: '/control' },
+  );
+  await app.register(
+    async (service) => {
+      await serviceDocs(service, { title: 'Lakeport access policy service', description: 'Access policies per workspace.' });
+      await service.register(policy.routes);
+    },
+    { prefix: '/policy' },
+  );
+
+  app.decorate('lakeport', { auth, authz, catalog, policy: policy.policies, accounts: accounts.accounts, workspaces: accounts.workspaces });
+
+  if (options.backgroundTasks) {
+    const purge = setInterval(() => {
+      accounts.workspaces.purgeExpired().then(
+        (names) => names.length > 0 && app.log.info({ workspaces: names }, 'purged workspaces past their grace window'),
+        (error: unknown) => app.log.error({ err: error }, 'workspace purge failed'),
+      );
+    }, PURGE_INTERVAL_MS);
+    purge.unref();
+    app.addHook('onClose', async () => clearInterval(purge));
+  }
 
   for (const svc of UNBUILT_SERVICES) {
     await app.register(async (service) => serviceDocs(service, svc), { prefix: svc.prefix });

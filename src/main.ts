@@ -6,6 +6,7 @@ import type { Config } from './config.ts';
 import { loadMasterKey, readOrCreateSecretFile, Sealer } from './core/crypto/index.ts';
 import { migrate, openDatabase, type Db } from './core/db/index.ts';
 import { AdminToken, PublicUrl } from './core/http/index.ts';
+import { LocalLake } from './core/storage/index.ts';
 
 export interface Runtime {
   deps: AppDeps;
@@ -41,6 +42,7 @@ export async function openRuntime(config: Config): Promise<Runtime> {
       publicUrl: new PublicUrl(config.publicUrl, config.host, config.port),
       accessTokenTtlSeconds: config.accessTokenTtlSeconds,
       refreshTokenTtlDays: config.refreshTokenTtlDays,
+      lake: new LocalLake(path.join(config.dataDir, 'lake')),
     },
   };
 }
@@ -48,7 +50,7 @@ export async function openRuntime(config: Config): Promise<Runtime> {
 /** `lakeport serve` / `npm start`: every service from one process. */
 export async function serve(config: Config): Promise<void> {
   const runtime = await openRuntime(config);
-  const app = await buildApp(runtime.deps, { logger: { level: config.logLevel } });
+  const app = await buildApp(runtime.deps, { logger: { level: config.logLevel }, backgroundTasks: true });
   const address = await app.listen({ host: config.host, port: config.port });
   if (!config.publicUrl) runtime.deps.publicUrl.settle(address);
 

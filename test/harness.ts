@@ -9,6 +9,7 @@ import { buildApp, type AppDeps } from '../src/app.ts';
 import { Sealer } from '../src/core/crypto/index.ts';
 import { migrate, openDatabase, type Db } from '../src/core/db/index.ts';
 import { AdminToken, PublicUrl } from '../src/core/http/index.ts';
+import { LocalLake } from '../src/core/storage/index.ts';
 
 /** Where the suite keeps metadata: PostgreSQL when DATABASE_URL is set (CI runs both), else PGlite in memory. */
 export const TEST_DATABASE_URL = process.env.DATABASE_URL;
@@ -86,6 +87,7 @@ export interface TestApp {
 /** The whole application over a fresh database, for `app.inject` route tests. */
 export async function createTestApp(overrides: Partial<AppDeps> = {}): Promise<TestApp> {
   const { db, dispose } = await createTestDb();
+  const lakeDir = tempDir('lakeport-lake-');
   const adminToken = `test-admin-${crypto.randomBytes(12).toString('hex')}`;
   const deps: AppDeps = {
     db,
@@ -94,6 +96,7 @@ export async function createTestApp(overrides: Partial<AppDeps> = {}): Promise<T
     publicUrl: new PublicUrl(TEST_PUBLIC_URL, '127.0.0.1', 0),
     accessTokenTtlSeconds: 900,
     refreshTokenTtlDays: 30,
+    lake: new LocalLake(lakeDir.dir),
     ...overrides,
   };
   const app = await buildApp(deps);
@@ -106,6 +109,7 @@ export async function createTestApp(overrides: Partial<AppDeps> = {}): Promise<T
     async close() {
       await app.close();
       await dispose();
+      lakeDir.remove();
     },
   };
 }

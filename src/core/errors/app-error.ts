@@ -56,3 +56,14 @@ export class AppError extends Error {
     return new AppError(409, code, detail);
   }
 }
+
+/** A 422 found by a service after schema validation, answered in FastAPI's HTTPValidationError shape. */
+export class RequestValidationError extends Error {
+  constructor(readonly issues: { loc: (string | number)[]; msg: string; type: string }[]) {
+    super(issues.map((i) => i.msg).join('; '));
+  }
+
+  static at(loc: (string | number)[], msg: string, type = 'value_error') {
+    return new RequestValidationError([{ loc, msg, type }]);
+  }
+}

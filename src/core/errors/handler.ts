@@ -1,6 +1,6 @@
 import type { FastifyError, FastifyInstance } from 'fastify';
 import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
-import { AppError } from './app-error.ts';
+import { AppError, RequestValidationError } from './app-error.ts';
 
 /** One entry of FastAPI's HTTPValidationError body. */
 export interface ValidationIssue {
@@ -15,8 +15,7 @@ export function validationErrorBody(issues: ValidationIssue[]) {
   return { detail: issues };
 }
 
-function issueType(keyword: string, message: string, params: Record<string, unknown>): string {
-  if (/received undefined/.test(message)) return 'missing';
+function issueType(keyword: string, params: Record<string, unknown>): string {
   switch (keyword) {
     case 'invalid_type':
       return `${String(params.expected ?? 'value')}_type`;
@@ -33,6 +32,15 @@ function issueType(keyword: string, message: string, params: Record<string, unkn
     default:
       return keyword;
   }
+}
+
+function valueAt(root: unknown, path: (string | number)[]): unknown {
+  let value = root;
+  for (const key of path) {
+    if (value === null || typeof value !== 'object') return undefined;
+    value = (value as Record<string | number, unknown>)[key];
+  }
+  return value;
 }
 
 function toLoc(context: string | undefined, instancePath: string): (string | number)[] {
@@ -54,14 +62,18 @@ export function registerErrorHandling(app: FastifyInstance) {
       reply.headers(error.headers);
       return reply.status(error.status).send({ ...error.extra, detail: error.message, code: error.code });
     }
+    if (error instanceof RequestValidationError) {
+      return reply.status(422).send(validationErrorBody(error.issues));
+    }
     if (hasZodFastifySchemaValidationErrors(error)) {
-      const issues = error.validation.map((v) =>
-        ({
-          loc: toLoc(error.validationContext, v.instancePath),
-          msg: v.message ?? 'Invalid value',
-          type: issueType(v.keyword, v.message ?? '', v.params as Record<string, unknown>),
-        }) satisfies ValidationIssue,
-      );
+      const context = error.validationContext ?? 'body';
+      const input = (request as unknown as Record<string, unknown>)[context === 'querystring' ? 'query' : context];
+      const issues = error.validation.map((v): ValidationIssue => {
+        const loc = toLoc(context, v.instancePath);
+        // FastAPI reports an absent field as `missing`, whatever type it should have had.
+        if (valueAt(input, loc.slice(1)) === undefined) return { loc, msg: 'Field required', type: 'missing' };
+        return { loc, msg: v.message ?? 'Invalid value', type: issueType(v.keyword, v.params as Record<string, unknown>) };
+      });
       return reply.status(422).send(validationErrorBody(issues));
     }
     if (error.validation) {

@@ -1,2 +1,2 @@
-export { AppError, type ErrorCode } from './app-error.ts';
+export { AppError, RequestValidationError, type ErrorCode } from './app-error.ts';
 export { registerErrorHandling, validationErrorBody, type ValidationIssue } from './handler.ts';

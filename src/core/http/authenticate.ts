@@ -1,4 +1,4 @@
-import type { FastifyReply, FastifyRequest, preHandlerAsyncHookHandler } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Principal } from '../authz/principal.ts';
 import { AppError } from '../errors/index.ts';
 
@@ -56,19 +56,24 @@ export async function authenticateRequest(verifier: TokenVerifier, request: Fast
   }
 }
 
+/** Authenticates the request and, when `scope` is given, requires the token to carry it. */
+export async function authenticateScoped(verifier: TokenVerifier, request: FastifyRequest, scope?: string): Promise<Principal> {
+  const principal = await authenticateRequest(verifier, request);
+  if (scope && !principal.scopes.includes(scope)) {
+    throw new AppError(403, 'INSUFFICIENT_SCOPE', `This token lacks the '${scope}' scope`, {
+      headers: challenge('insufficient_scope', `requires scope ${scope}`),
+    });
+  }
+  return principal;
+}
+
 /**
- * A preHandler that authenticates the request and, when `scope` is given, requires the token to
- * carry it. Sets `request.principal`.
+ * An onRequest hook that authenticates (see `authenticateScoped`) and sets `request.principal`;
+ * it runs before the body is parsed, so an unauthenticated caller learns nothing from validation.
  */
-export function requireAuth(verifier: TokenVerifier, scope?: string): preHandlerAsyncHookHandler {
+export function requireAuth(verifier: TokenVerifier, scope?: string): (request: FastifyRequest, reply: FastifyReply) => Promise<void> {
   return async function authenticate(request: FastifyRequest, _reply: FastifyReply) {
-    const principal = await authenticateRequest(verifier, request);
-    if (scope && !principal.scopes.includes(scope)) {
-      throw new AppError(403, 'INSUFFICIENT_SCOPE', `This token lacks the '${scope}' scope`, {
-        headers: challenge('insufficient_scope', `requires scope ${scope}`),
-      });
-    }
-    request.principal = principal;
+    request.principal = await authenticateScoped(verifier, request, scope);
   };
 }
 

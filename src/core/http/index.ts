@@ -1,6 +1,7 @@
 export {
   requireAuth,
   authenticateRequest,
+  authenticateScoped,
   principalOf,
   bearerToken,
   InvalidTokenError,

@@ -236,7 +236,7 @@ export const authRoutes =
 
     app.get(
       '/me',
-      { preHandler: requireAuth(verifier), schema: { summary: 'The caller: identity, billing account, scopes, permissions', response: { 200: S.MeResponse } } },
+      { onRequest: requireAuth(verifier), schema: { summary: 'The caller: identity, billing account, scopes, permissions', response: { 200: S.MeResponse } } },
       async (request) => {
         const p = principalOf(request);
         return {

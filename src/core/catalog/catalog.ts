@@ -1,0 +1,413 @@
+import { sql } from 'kysely';
+import { newId } from '../crypto/random.ts';
+import type { Db, DatasetProperties } from '../db/index.ts';
+import { AppError } from '../errors/index.ts';
+import { commitSnapshotIn } from './commit.ts';
+import { checkDescription, checkKind, checkProperties, mergeDatasetProperties, normalizeColumns } from './definition.ts';
+import { guarded, mergeProperties, type NamespaceGuards, type NamespacePropertiesPatch } from './guards.ts';
+import { formatRef, normalizeName, normalizeRef, normalizeTagName, type DatasetRef } from './names.ts';
+import {
+  datasetLabel,
+  describeKey,
+  findDataset,
+  findNamespace,
+  lockDatasetsAndListPaths,
+  requireCollection,
+  requireDataset,
+  requireNamespace,
+  requireSnapshot,
+  requireVersionedDataset,
+  withGuards,
+} from './queries.ts';
+import { resolveSnapshotIn } from './resolve.ts';
+import type { SnapshotSelector } from './selectors.ts';
+import type {
+  Collection,
+  CommitInput,
+  DataFile,
+  Dataset,
+  DatasetDefinition,
+  DatasetKey,
+  DatasetPatch,
+  Executor,
+  Namespace,
+  Snapshot,
+  Tag,
+} from './types.ts';
+
+/**
+ * The table format: namespaces (one per workspace), collections, datasets, their snapshots and data
+ * files, and tags. Every write that touches more than one row runs in one transaction.
+ */
+export class Catalog {
+  constructor(private readonly db: Db) {}
+
+  private transaction<T>(fn: (trx: Executor) => Promise<T>): Promise<T> {
+    return this.db.kysely.transaction().execute(fn);
+  }
+
+  // ── namespaces ──────────────────────────────────────────────────────────────
+
+  /**
+   * Claims a workspace name for a billing account. A repeat claim by the same account returns the
+   * namespace (`created: false`); another account's claim is 409 NAMESPACE_CLAIMED.
+   */
+  async claimNamespace(workspace: string, billingAccount: string): Promise<{ namespace: Namespace; created: boolean }> {
+    const name = normalizeName('workspace', workspace);
+    if (typeof billingAccount !== 'string' || !billingAccount) throw AppError.badRequest('A billing account is required');
+    // A namespace dropped between the insert and the read is claimed again on the next pass.
+    for (;;) {
+      const inserted = await this.db.kysely
+        .insertInto('catalog_namespaces')
+        .values({ workspace: name, billing_account: billingAccount, properties: '{}' })
+        .onConflict((oc) => oc.column('workspace').doNothing())
+        .returningAll()
+        .executeTakeFirst();
+      if (inserted) return { namespace: withGuards(inserted), created: true };
+      const existing = await findNamespace(this.db.kysely, name);
+      if (!existing) continue;
+      if (existing.billing_account !== billingAccount) {
+        throw new AppError(409, 'NAMESPACE_CLAIMED', `Workspace name '${name}' is already claimed by another billing account`);
+      }
+      return { namespace: existing, created: false };
+    }
+  }
+
+  /** 404 NAMESPACE_NOT_FOUND when the workspace has no namespace. */
+  async getNamespace(workspace: string): Promise<Namespace> {
+    return requireNamespace(this.db.kysely, normalizeName('workspace', workspace));
+  }
+
+  async findNamespace(workspace: string): Promise<Namespace | undefined> {
+    return findNamespace(this.db.kysely, normalizeName('workspace', workspace));
+  }
+
+  async listNamespaces(billingAccount?: string): Promise<Namespace[]> {
+    let query = this.db.kysely.selectFrom('catalog_namespaces').selectAll().orderBy('workspace');
+    if (billingAccount !== undefined) query = query.where('billing_account', '=', billingAccount);
+    const rows = await query.execute();
+    return rows.map(withGuards);
+  }
+
+  /** Merges `patch` into the properties (`null` returns one to its default); the result carries the resolved guards. */
+  async setNamespaceProperties(workspace: string, patch: NamespacePropertiesPatch): Promise<Namespace> {
+    const name = normalizeName('workspace', workspace);
+    return this.transaction(async (trx) => {
+      const namespace = await requireNamespace(trx, name, 'update');
+      const properties = mergeProperties(namespace.properties, patch);
+      const row = await trx
+        .updateTable('catalog_namespaces')
+        .set({ properties: JSON.stringify(properties) })
+        .where('workspace', '=', name)
+        .returningAll()
+        .executeTakeFirstOrThrow();
+      return withGuards(row);
+    });
+  }
+
+  /**
+   * Deletes the namespace and everything in it, returning the storage paths of all its data files
+   * for the caller to delete. 423 GUARDED under deletion_protection, unless `force` (a purge of a
+   * workspace whose deletion was already allowed).
+   */
+  async dropNamespace(workspace: string, options: { force?: boolean } = {}): Promise<string[]> {
+    const name = normalizeName('workspace', workspace);
+    return this.transaction(async (trx) => {
+      const namespace = await requireNamespace(trx, name, 'update');
+      if (namespace.guards.deletion_protection && !options.force) throw guarded(`Workspace '${name}' is locked (deletion_protection)`);
+      const paths = await lockDatasetsAndListPaths(trx, { workspace: name });
+      await trx.deleteFrom('catalog_namespaces').where('workspace', '=', name).execute();
+      return paths;
+    });
+  }
+
+  // ── collections ─────────────────────────────────────────────────────────────
+
+  /** 409 ALREADY_EXISTS when the collection exists. */
+  async createCollection(workspace: string, name: string, author: string): Promise<Collection> {
+    const { collection, created } = await this.ensureCollection(workspace, name, author);
+    if (!created) throw AppError.conflict(`Collection '${collection.workspace}.${collection.name}' already exists`, 'ALREADY_EXISTS');
+    return collection;
+  }
+
+  /** Creates the collection unless it exists; either way returns it. */
+  async ensureCollection(workspace: string, name: string, author: string): Promise<{ collection: Collection; created: boolean }> {
+    const ws = normalizeName('workspace', workspace);
+    const coll = normalizeName('collection', name);
+    return this.transaction((trx) => ensureCollectionIn(trx, ws, coll, author));
+  }
+
+  async listCollections(workspace: string): Promise<Collection[]> {
+    const ws = normalizeName('workspace', workspace);
+    await requireNamespace(this.db.kysely, ws);
+    return this.db.kysely.selectFrom('catalog_collections').selectAll().where('workspace', '=', ws).orderBy('name').execute();
+  }
+
+  /** Drops the collection and its datasets, returning their data files' paths. 423 GUARDED under drop_protection. */
+  async dropCollection(workspace: string, name: string): Promise<string[]> {
+    const ws = normalizeName('workspace', workspace);
+    const coll = normalizeName('collection', name);
+    return this.transaction(async (trx) => {
+      const namespace = await requireNamespace(trx, ws, 'share');
+      await requireCollection(trx, ws, coll, 'update');
+      if (namespace.guards.drop_protection) throw guarded(`Workspace '${ws}' refuses dropping collections (drop_protection)`);
+      const paths = await lockDatasetsAndListPaths(trx, { workspace: ws, collection: coll });
+      await trx.deleteFrom('catalog_collections').where('workspace', '=', ws).where('name', '=', coll).execute();
+      return paths;
+    });
+  }
+
+  // ── datasets ────────────────────────────────────────────────────────────────
+
+  /** Creates the dataset (and its collection if missing) at definition_version 1, with no snapshot. 409 ALREADY_EXISTS. */
+  async createDataset(ref: DatasetRef, definition: DatasetDefinition, author: string): Promise<Dataset> {
+    const { workspace, collection, dataset } = normalizeRef(ref);
+    const kind = checkKind(definition.kind ?? 'table');
+    const row = {
+      dataset_id: newId('ds'),
+      workspace,
+      collection,
+      name: dataset,
+      kind,
+      columns: JSON.stringify(normalizeColumns(kind, definition.columns)),
+      description: checkDescription(definition.description),
+      properties: JSON.stringify(checkProperties(definition.properties ?? {})),
+      created_by: author,
+      updated_by: author,
+    };
+    return this.transaction(async (trx) => {
+      await ensureCollectionIn(trx, workspace, collection, author);
+      const created = await trx
+        .insertInto('catalog_datasets')
+        .values(row)
+        .onConflict((oc) => oc.columns(['workspace', 'collection', 'name']).doNothing())
+        .returningAll()
+        .executeTakeFirst();
+      if (!created) throw AppError.conflict(`Dataset ${formatRef({ workspace, collection, dataset })} already exists`, 'ALREADY_EXISTS');
+      return created;
+    });
+  }
+
+  /** 404 DATASET_NOT_FOUND. */
+  async getDataset(ref: DatasetRef): Promise<Dataset> {
+    return requireDataset(this.db.kysely, ref);
+  }
+
+  async getDatasetById(datasetId: string): Promise<Dataset> {
+    return requireDataset(this.db.kysely, datasetId);
+  }
+
+  async findDataset(key: DatasetKey): Promise<Dataset | undefined> {
+    return findDataset(this.db.kysely, key);
+  }
+
+  /** The workspace's datasets ordered by collection and name; 404 for a missing namespace or collection. */
+  async listDatasets(workspace: string, options: { collection?: string } = {}): Promise<Dataset[]> {
+    const ws = normalizeName('workspace', workspace);
+    await requireNamespace(this.db.kysely, ws);
+    let query = this.db.kysely.selectFrom('catalog_datasets').selectAll().where('workspace', '=', ws);
+    if (options.collection !== undefined) {
+      const coll = normalizeName('collection', options.collection);
+      await requireCollection(this.db.kysely, ws, coll);
+      query = query.where('collection', '=', coll);
+    }
+    return query.orderBy('collection').orderBy('name').execute();
+  }
+
+  /**
+   * Changes the definition; definition_version goes up by one when anything actually changed.
+   * With `expectedDefinitionVersion`, 409 DEFINITION_CONFLICT if someone else changed it first.
+   */
+  async alterDataset(key: DatasetKey, patch: DatasetPatch, author: string, options: { expectedDefinitionVersion?: number } = {}): Promise<Dataset> {
+    return this.transaction(async (trx) => {
+      const dataset = await requireDataset(trx, key, 'update');
+      const expected = options.expectedDefinitionVersion;
+      if (expected !== undefined && expected !== dataset.definition_version) {
+        throw AppError.conflict(
+          `The definition of ${describeKey(key)} is at version ${dataset.definition_version}, not ${expected}`,
+          'DEFINITION_CONFLICT',
+        );
+      }
+      const next = nextDefinition(dataset, patch);
+      if (!next) return dataset;
+      return trx
+        .updateTable('catalog_datasets')
+        .set({
+          columns: JSON.stringify(next.columns),
+          description: next.description,
+          properties: JSON.stringify(next.properties),
+          definition_version: dataset.definition_version + 1,
+          updated_by: author,
+          updated_at: sql<Date>`clock_timestamp()`,
+        })
+        .where('dataset_id', '=', dataset.dataset_id)
+        .returningAll()
+        .executeTakeFirstOrThrow();
+    });
+  }
+
+  /** Drops the dataset with its snapshots, files and tags, returning its data files' paths. 423 GUARDED under drop_protection. */
+  async dropDataset(key: DatasetKey): Promise<string[]> {
+    return this.transaction(async (trx) => {
+      const dataset = await requireDataset(trx, key);
+      const namespace = await requireNamespace(trx, dataset.workspace, 'share');
+      if (namespace.guards.drop_protection) throw guarded(`Workspace '${dataset.workspace}' refuses dropping datasets (drop_protection)`);
+      const paths = await lockDatasetsAndListPaths(trx, { workspace: dataset.workspace, datasetId: dataset.dataset_id });
+      await trx.deleteFrom('catalog_datasets').where('dataset_id', '=', dataset.dataset_id).execute();
+      return paths;
+    });
+  }
+
+  // ── snapshots ───────────────────────────────────────────────────────────────
+
+  /**
+   * Commits a new snapshot atomically: files added, files removed, totals, and the dataset's current
+   * snapshot, all in one transaction. 409 COMMIT_CONFLICT when `expectedParent` is no longer current
+   * (appends with `rebaseAppends` go on top of the latest instead).
+   */
+  async commitSnapshot(input: CommitInput): Promise<Snapshot> {
+    return this.transaction((trx) => commitSnapshotIn(trx, input));
+  }
+
+  /** The snapshot a selector names; 404 SNAPSHOT_NOT_FOUND / TAG_NOT_FOUND when there is none. */
+  async resolveSnapshot(key: DatasetKey, selector: SnapshotSelector): Promise<Snapshot> {
+    const dataset = await requireVersionedDataset(this.db.kysely, key);
+    return resolveSnapshotIn(this.db.kysely, dataset, selector);
+  }
+
+  async getSnapshot(snapshotId: number): Promise<Snapshot> {
+    return requireSnapshot(this.db.kysely, snapshotId);
+  }
+
+  /** Every snapshot of the dataset, oldest first. */
+  async listSnapshots(key: DatasetKey): Promise<Snapshot[]> {
+    const dataset = await requireVersionedDataset(this.db.kysely, key);
+    return this.db.kysely.selectFrom('catalog_snapshots').selectAll().where('dataset_id', '=', dataset.dataset_id).orderBy('sequence').execute();
+  }
+
+  /** The data files that make up a snapshot: added at or before it and not removed at or before it. */
+  async snapshotFiles(snapshotId: number): Promise<DataFile[]> {
+    const snapshot = await requireSnapshot(this.db.kysely, snapshotId);
+    return this.db.kysely
+      .selectFrom('catalog_data_files as f')
+      .innerJoin('catalog_snapshots as added', 'added.snapshot_id', 'f.added_in_snapshot')
+      .leftJoin('catalog_snapshots as removed', 'removed.snapshot_id', 'f.removed_in_snapshot')
+      .selectAll('f')
+      .where('f.dataset_id', '=', snapshot.dataset_id)
+      .where('added.sequence', '<=', snapshot.sequence)
+      .where((eb) => eb.or([eb('removed.sequence', 'is', null), eb('removed.sequence', '>', snapshot.sequence)]))
+      .orderBy('added.sequence')
+      .orderBy('f.path')
+      .execute();
+  }
+
+  // ── tags ────────────────────────────────────────────────────────────────────
+
+  /**
+   * Names a snapshot of the dataset. 409 TAG_EXISTS when the tag exists, unless `move` is set; moving
+   * is 423 GUARDED under history_protection.
+   */
+  async createTag(key: DatasetKey, name: string, snapshotId: number, author: string, options: { move?: boolean } = {}): Promise<Tag> {
+    const tagName = normalizeTagName(name);
+    return this.transaction(async (trx) => {
+      const dataset = await requireVersionedDataset(trx, key);
+      const guards = await guardsOf(trx, dataset);
+      await requireSnapshot(trx, snapshotId, dataset.dataset_id);
+      const created = await trx
+        .insertInto('catalog_tags')
+        .values({ dataset_id: dataset.dataset_id, name: tagName, snapshot_id: snapshotId, created_by: author })
+        .onConflict((oc) => oc.columns(['dataset_id', 'name']).doNothing())
+        .returningAll()
+        .executeTakeFirst();
+      if (created) return created;
+      const existing = await requireTag(trx, dataset, tagName, 'update');
+      if (!options.move) throw AppError.conflict(`Tag '${tagName}' already exists (snapshot ${existing.snapshot_id})`, 'TAG_EXISTS');
+      if (existing.snapshot_id === snapshotId) return existing;
+      refuseUnderHistoryProtection(guards, dataset, `move tag '${tagName}'`);
+      return trx
+        .updateTable('catalog_tags')
+        .set({ snapshot_id: snapshotId, created_by: author, created_at: sql<Date>`clock_timestamp()` })
+        .where('dataset_id', '=', dataset.dataset_id)
+        .where('name', '=', tagName)
+        .returningAll()
+        .executeTakeFirstOrThrow();
+    });
+  }
+
+  /** The dataset's tags by name. */
+  async listTags(key: DatasetKey): Promise<Tag[]> {
+    const dataset = await requireVersionedDataset(this.db.kysely, key);
+    return this.db.kysely.selectFrom('catalog_tags').selectAll().where('dataset_id', '=', dataset.dataset_id).orderBy('name').execute();
+  }
+
+  /** 404 TAG_NOT_FOUND; 423 GUARDED under history_protection. */
+  async deleteTag(key: DatasetKey, name: string): Promise<Tag> {
+    const tagName = normalizeTagName(name);
+    return this.transaction(async (trx) => {
+      const dataset = await requireVersionedDataset(trx, key);
+      const guards = await guardsOf(trx, dataset);
+      const tag = await requireTag(trx, dataset, tagName, 'update');
+      refuseUnderHistoryProtection(guards, dataset, `delete tag '${tagName}'`);
+      await trx.deleteFrom('catalog_tags').where('dataset_id', '=', dataset.dataset_id).where('name', '=', tagName).execute();
+      return tag;
+    });
+  }
+}
+
+async function ensureCollectionIn(trx: Executor, workspace: string, name: string, author: string) {
+  await requireNamespace(trx, workspace, 'share');
+  const inserted = await trx
+    .insertInto('catalog_collections')
+    .values({ workspace, name, created_by: author })
+    .onConflict((oc) => oc.columns(['workspace', 'name']).doNothing())
+    .returningAll()
+    .executeTakeFirst();
+  if (inserted) return { collection: inserted, created: true };
+  return { collection: await requireCollection(trx, workspace, name), created: false };
+}
+
+/** The definition after `patch`, or undefined when the patch changes nothing. */
+function nextDefinition(dataset: Dataset, patch: DatasetPatch) {
+  const next = {
+    columns: patch.columns === undefined ? dataset.columns : normalizeColumns(dataset.kind, patch.columns),
+    description: patch.description === undefined ? dataset.description : checkDescription(patch.description),
+    properties: patch.properties === undefined ? dataset.properties : mergeDatasetProperties(dataset.properties, patch.properties),
+  };
+  const unchanged =
+    sameJson(next.columns, dataset.columns) && next.description === dataset.description && sameJson(next.properties, dataset.properties);
+  return unchanged ? undefined : next;
+}
+
+/** Compares JSON values regardless of object key order (jsonb does not keep it). */
+function sameJson(a: unknown, b: unknown): boolean {
+  return JSON.stringify(canonical(a)) === JSON.stringify(canonical(b));
+}
+
+function canonical(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(canonical);
+  if (value && typeof value === 'object') {
+    return Object.fromEntries(
+      Object.entries(value as DatasetProperties)
+        .sort(([x], [y]) => (x < y ? -1 : x > y ? 1 : 0))
+        .map(([k, v]) => [k, canonical(v)]),
+    );
+  }
+  return value;
+}
+
+async function requireTag(trx: Executor, dataset: Dataset, name: string, lock?: 'update'): Promise<Tag> {
+  let query = trx.selectFrom('catalog_tags').selectAll().where('dataset_id', '=', dataset.dataset_id).where('name', '=', name);
+  if (lock === 'update') query = query.forUpdate();
+  const tag = await query.executeTakeFirst();
+  if (!tag) throw new AppError(404, 'TAG_NOT_FOUND', `${datasetLabel(dataset)} has no tag '${name}'`);
+  return tag;
+}
+
+/** Reads (and share-locks, so they cannot change mid-operation) the guards of the dataset's workspace. */
+async function guardsOf(trx: Executor, dataset: Dataset): Promise<NamespaceGuards> {
+  return (await requireNamespace(trx, dataset.workspace, 'share')).guards;
+}
+
+function refuseUnderHistoryProtection(guards: NamespaceGuards, dataset: Dataset, action: string): void {
+  if (guards.history_protection) throw guarded(`Workspace '${dataset.workspace}' keeps its history (history_protection): cannot ${action}`);
+}

@@ -1,0 +1,29 @@
+/** The catalog: the table format that upload, query jobs and OData build on. See docs/catalog.md. */
+export { Catalog } from './catalog.ts';
+export { SNAPSHOT_OPERATIONS } from './commit.ts';
+export { DATASET_KINDS } from './definition.ts';
+export { resolveGuards, type NamespaceGuards, type NamespacePropertiesPatch } from './guards.ts';
+export { NAME_REGEX, TAG_NAME_REGEX, formatRef, normalizeName, normalizeRef, normalizeTagName, type DatasetRef, type NameKind } from './names.ts';
+export { formatSelector, parseSelector, type SnapshotSelector } from './selectors.ts';
+export type {
+  Collection,
+  CommitInput,
+  DataFile,
+  DataFileInput,
+  Dataset,
+  DatasetDefinition,
+  DatasetKey,
+  DatasetPatch,
+  Namespace,
+  Snapshot,
+  Tag,
+} from './types.ts';
+export type {
+  ColumnDef,
+  ColumnStats,
+  ColumnStatValue,
+  DatasetKind,
+  DatasetProperties,
+  NamespaceProperties,
+  SnapshotOperation,
+} from '../db/index.ts';

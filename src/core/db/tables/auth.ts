@@ -1,0 +1,63 @@
+import type { Generated } from 'kysely';
+import type { DefaultTimestamp, Json, PermissionPair, Timestamp } from './types.ts';
+
+export interface CredentialsTable {
+  credential_id: string;
+  client_id: string;
+  type: string;
+  secret_hash: string;
+  secret_hint: string;
+  scopes: Json<string[]>;
+  permissions: Json<PermissionPair[]>;
+  created_by: string;
+  created_at: DefaultTimestamp;
+  expires_at: Timestamp | null;
+  revoked_at: Timestamp | null;
+  last_used_at: Timestamp | null;
+}
+
+export interface RefreshTokensTable {
+  token_hash: string;
+  credential_id: string;
+  client_id: string;
+  scopes: Json<string[]>;
+  created_at: DefaultTimestamp;
+  expires_at: Timestamp;
+  revoked_at: Timestamp | null;
+  last_used_at: Timestamp | null;
+}
+
+export interface RevokedAccessTokensTable {
+  jti: string;
+  expires_at: Timestamp;
+}
+
+export interface SigningKeysTable {
+  kid: string;
+  alg: string;
+  public_jwk: Json<Record<string, unknown>>;
+  private_jwk: string;
+  created_at: DefaultTimestamp;
+  retired_at: Timestamp | null;
+}
+
+export interface TokenFailuresTable {
+  client_id: string;
+  window_start: Timestamp;
+  failures: number;
+}
+
+export interface SchemaMigrationsTable {
+  version: number;
+  name: string;
+  applied_at: Generated<Date>;
+}
+
+export interface AuthTables {
+  credentials: CredentialsTable;
+  refresh_tokens: RefreshTokensTable;
+  revoked_access_tokens: RevokedAccessTokensTable;
+  signing_keys: SigningKeysTable;
+  token_failures: TokenFailuresTable;
+  schema_migrations: SchemaMigrationsTable;
+}

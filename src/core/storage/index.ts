@@ -1,0 +1,1 @@
+export { LocalLake } from './local-lake.ts';

@@ -1,0 +1,72 @@
+import type { Selectable } from 'kysely';
+import type { Db, WorkspaceMemberGrant, WorkspacesTable } from '../../core/db/index.ts';
+
+export type WorkspaceRow = Selectable<WorkspacesTable>;
+
+/** The account service's own workspace records. */
+export class WorkspaceRepo {
+  constructor(private readonly db: Db) {}
+
+  get(name: string): Promise<WorkspaceRow | undefined> {
+    return this.db.kysely.selectFrom('workspaces').selectAll().where('name', '=', name).executeTakeFirst();
+  }
+
+  /** Inserts the record unless one exists; returns whatever record is there afterwards. */
+  async insertIfAbsent(row: { name: string; billing_account: string; members: WorkspaceMemberGrant[]; created_by: string }): Promise<WorkspaceRow> {
+    await this.db.kysely
+      .insertInto('workspaces')
+      .values({ ...row, members: JSON.stringify(row.members) })
+      .onConflict((oc) => oc.column('name').doNothing())
+      .execute();
+    return (await this.get(row.name))!;
+  }
+
+  listByAccount(accountId: string): Promise<WorkspaceRow[]> {
+    return this.db.kysely.selectFrom('workspaces').selectAll().where('billing_account', '=', accountId).orderBy('name').execute();
+  }
+
+  async softDelete(name: string, by: string, purgeAfter: Date): Promise<WorkspaceRow> {
+    return this.db.kysely
+      .updateTable('workspaces')
+      .set({ deleted_at: new Date(), deleted_by: by, purge_after: purgeAfter })
+      .where('name', '=', name)
+      .returningAll()
+      .executeTakeFirstOrThrow();
+  }
+
+  /** Clears the deletion, but only while the grace window is open (returns undefined otherwise). */
+  async restore(name: string, now: Date): Promise<WorkspaceRow | undefined> {
+    return this.db.kysely
+      .updateTable('workspaces')
+      .set({ deleted_at: null, deleted_by: null, purge_after: null })
+      .where('name', '=', name)
+      .where('purge_after', '>', now)
+      .returningAll()
+      .executeTakeFirst();
+  }
+
+  dueForPurge(now: Date): Promise<WorkspaceRow[]> {
+    return this.db.kysely.selectFrom('workspaces').selectAll().where('purge_after', '<=', now).execute();
+  }
+
+  /** Removes the record and its policies and leaves a tombstone, in one transaction. */
+  async purge(name: string): Promise<void> {
+    await this.db.kysely.transaction().execute(async (trx) => {
+      await trx.deleteFrom('policies').where('workspace', '=', name).execute();
+      await trx.deleteFrom('workspaces').where('name', '=', name).execute();
+      await trx
+        .insertInto('purged_workspaces')
+        .values({ name, purged_at: new Date() })
+        .onConflict((oc) => oc.column('name').doUpdateSet({ purged_at: new Date() }))
+        .execute();
+    });
+  }
+
+  async wasPurged(name: string): Promise<boolean> {
+    return (await this.db.kysely.selectFrom('purged_workspaces').select('name').where('name', '=', name).executeTakeFirst()) !== undefined;
+  }
+
+  async clearTombstone(name: string): Promise<void> {
+    await this.db.kysely.deleteFrom('purged_workspaces').where('name', '=', name).execute();
+  }
+}

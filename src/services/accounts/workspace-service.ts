@@ -1,0 +1,198 @@
+import type { Authorizer, Principal } from '../../core/authz/index.ts';
+import type { WorkspaceMemberGrant } from '../../core/db/index.ts';
+import { AppError } from '../../core/errors/index.ts';
+import type { AccountService } from './account-service.ts';
+import type { WorkspaceRepo, WorkspaceRow } from './workspace-repo.ts';
+
+export interface Guards {
+  deletion_protection: boolean;
+  drop_protection: boolean;
+  history_protection: boolean;
+}
+
+/** The catalog side of a workspace: its namespace, stamped with the billing account (step a). */
+export interface NamespacePort {
+  /** Creates the namespace or adopts this account's own; another account's claim is a 409. */
+  claim(workspace: string, billingAccount: string): Promise<void>;
+  /** The resolved guards, or undefined when the namespace does not exist. */
+  guards(workspace: string): Promise<Guards | undefined>;
+  drop(workspace: string): Promise<void>;
+}
+
+/** The first access grants of a workspace (step c): the policy service's genesis. */
+export type GenesisPort = (workspace: string, grants: WorkspaceMemberGrant[], caller: Principal) => Promise<void>;
+
+/** Where a purged workspace's data files go. */
+export interface LakeFiles {
+  removeWorkspace(workspace: string): Promise<void>;
+}
+
+export interface WorkspaceServiceDeps {
+  accounts: AccountService;
+  records: WorkspaceRepo;
+  namespaces: NamespacePort;
+  genesis: GenesisPort;
+  authz: Authorizer;
+  files: LakeFiles;
+  graceMs?: number;
+}
+
+export const GRACE_MS = 24 * 60 * 60 * 1000;
+
+function sameMembers(a: WorkspaceMemberGrant[], b: WorkspaceMemberGrant[]): boolean {
+  const key = (m: WorkspaceMemberGrant[]) =>
+    m
+      .map((g) => `${g.identity}\u0000${g.role}`)
+      .sort()
+      .join('\u0001');
+  return key(a) === key(b);
+}
+
+export function workspaceView(row: WorkspaceRow, guards: Guards | undefined) {
+  return {
+    name: row.name,
+    billing_account: row.billing_account,
+    members: row.members,
+    created_by: row.created_by,
+    created_at: row.created_at.toISOString(),
+    state: row.deleted_at ? ('deleted' as const) : ('active' as const),
+    deleted_at: row.deleted_at?.toISOString() ?? null,
+    purge_after: row.purge_after?.toISOString() ?? null,
+    deletion_protection: guards?.deletion_protection ?? false,
+    drop_protection: guards?.drop_protection ?? false,
+    history_protection: guards?.history_protection ?? false,
+  };
+}
+
+export class WorkspaceService {
+  private readonly graceMs: number;
+
+  constructor(private readonly deps: WorkspaceServiceDeps) {
+    this.graceMs = deps.graceMs ?? GRACE_MS;
+  }
+
+  /**
+   * The idempotent create (PUT), in the spec's order: (a) claim the catalog namespace for the
+   * billing account, (b) write the workspace record, (c) genesis grants. Safe to retry at any step.
+   */
+  async create(caller: Principal, name: string, input: { billing_account: string; members: WorkspaceMemberGrant[] }) {
+    const { accounts, records, namespaces, genesis } = this.deps;
+    await accounts.requireBillingAdmin(caller.identity, input.billing_account);
+
+    const existing = await records.get(name);
+    if (existing) this.assertRetryOf(existing, input);
+
+    // (a) Nothing is written before this succeeds, so a failure leaves the name free.
+    try {
+      await namespaces.claim(name, input.billing_account);
+    } catch (error) {
+      if (error instanceof AppError && error.status === 409) {
+        throw AppError.conflict(`Workspace name '${name}' is claimed by another billing account`, 'WORKSPACE_NAME_CLAIMED');
+      }
+      throw new AppError(504, 'CATALOG_UNAVAILABLE', `The catalog namespace for '${name}' could not be written; nothing was created, the name is still free: retry`);
+    }
+
+    // (b) A retry after a failure here adopts the claimed namespace.
+    let record: WorkspaceRow;
+    try {
+      record = await records.insertIfAbsent({ name, billing_account: input.billing_account, members: input.members, created_by: caller.identity });
+    } catch {
+      throw new AppError(503, 'WORKSPACE_RECORD_FAILED', `The namespace '${name}' is claimed for ${input.billing_account} but its record could not be written: retry the same request`, {
+        headers: { 'retry-after': '1' },
+      });
+    }
+    this.assertRetryOf(record, input);
+    await records.clearTombstone(name);
+
+    // (c) Irreversible grants; a 409 means an earlier attempt's grants landed, which is success.
+    try {
+      await genesis(name, input.members, caller);
+    } catch (error) {
+      if (!(error instanceof AppError && error.status === 409)) {
+        throw new AppError(503, 'GENESIS_FAILED', `Workspace '${name}' exists but its first access grants could not be written: retry the same request (or delete it)`, {
+          headers: { 'retry-after': '1' },
+        });
+      }
+    }
+    return workspaceView(record, await namespaces.guards(name));
+  }
+
+  /** An existing record is a retry only with the same billing account and members. */
+  private assertRetryOf(record: WorkspaceRow, input: { billing_account: string; members: WorkspaceMemberGrant[] }) {
+    if (record.deleted_at) {
+      throw AppError.conflict(`Workspace '${record.name}' is deleted (restore it before ${record.purge_after?.toISOString()})`, 'WORKSPACE_DELETED');
+    }
+    if (record.billing_account !== input.billing_account || !sameMembers(record.members, input.members)) {
+      throw AppError.conflict(`Workspace '${record.name}' already exists with a different billing account or members`, 'WORKSPACE_EXISTS');
+    }
+  }
+
+  private async requireRecord(name: string): Promise<WorkspaceRow> {
+    const record = await this.deps.records.get(name);
+    if (!record) {
+      if (await this.deps.records.wasPurged(name)) throw new AppError(410, 'WORKSPACE_PURGED', `Workspace '${name}' was purged after its grace window`);
+      throw AppError.notFound(`Workspace '${name}' does not exist`, 'WORKSPACE_NOT_FOUND');
+    }
+    return record;
+  }
+
+  /** Soft delete: billing_admin of its account; refused (423) while the workspace is locked. */
+  async delete(caller: Principal, name: string) {
+    const record = await this.requireRecord(name);
+    await this.deps.accounts.requireBillingAdmin(caller.identity, record.billing_account);
+    if (record.deleted_at) return workspaceView(record, await this.deps.namespaces.guards(name));
+    const guards = await this.deps.namespaces.guards(name);
+    if (guards?.deletion_protection) {
+      throw new AppError(423, 'WORKSPACE_LOCKED', `Workspace '${name}' has deletion_protection on; its owner must run ALTER WORKSPACE ${name} SET deletion_protection TO OFF first`);
+    }
+    const deleted = await this.deps.records.softDelete(name, caller.identity, new Date(Date.now() + this.graceMs));
+    return workspaceView(deleted, guards);
+  }
+
+  /** Restore within the grace window: an owner of the workspace. */
+  async restore(caller: Principal, name: string) {
+    const record = await this.requireRecord(name);
+    await this.deps.authz.require(caller, 'owner', { workspace: name });
+    if (!record.deleted_at) throw AppError.conflict(`Workspace '${name}' is not deleted`, 'WORKSPACE_NOT_DELETED');
+    const restored = await this.deps.records.restore(name, new Date());
+    if (!restored) throw new AppError(410, 'WORKSPACE_PURGED', `The grace window of '${name}' has ended`);
+    return workspaceView(restored, await this.deps.namespaces.guards(name));
+  }
+
+  /**
+   * The account's workspaces for an active member. Soft-deleted ones appear only to their owners;
+   * with `requireNamespace` (the /control listing) a workspace without a catalog namespace is skipped.
+   */
+  async listForAccount(caller: Principal, accountId: string, options: { requireNamespace: boolean }) {
+    await this.deps.accounts.requireActiveMember(caller.identity, accountId);
+    const views = [];
+    for (const record of await this.deps.records.listByAccount(accountId)) {
+      if (record.deleted_at && !(await this.deps.authz.can(caller, 'owner', { workspace: record.name }))) continue;
+      const guards = await this.deps.namespaces.guards(record.name);
+      if (options.requireNamespace && !guards) continue;
+      views.push(workspaceView(record, guards));
+    }
+    return views;
+  }
+
+  /** The lock and the two guards as resolved booleans: owner or admin through access policies. */
+  async guardProperties(caller: Principal, name: string) {
+    const record = await this.requireRecord(name);
+    await this.deps.authz.require(caller, 'admin', { workspace: name });
+    const guards = await this.deps.namespaces.guards(name);
+    if (!guards || record.deleted_at) throw AppError.notFound(`Workspace '${name}' does not exist`, 'WORKSPACE_NOT_FOUND');
+    return { workspace: name, ...guards };
+  }
+
+  /** Purges workspaces whose grace window has ended: files, then catalog, then record and policies. */
+  async purgeExpired(now = new Date()): Promise<string[]> {
+    const purged: string[] = [];
+    for (const record of await this.deps.records.dueForPurge(now)) {
+      await this.deps.files.removeWorkspace(record.name);
+      await this.deps.namespaces.drop(record.name);
+      await this.deps.records.purge(record.name);
+      purged.push(record.name);
+    }
+    return purged;
+  }
+}
