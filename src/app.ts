@@ -9,7 +9,7 @@ import type { Db } from './core/db/index.ts';
 import { registerErrorHandling } from './core/errors/index.ts';
 import { requestIdOptions, serviceDocs, type AdminToken, type PublicUrl } from './core/http/index.ts';
 import type { LocalLake } from './core/storage/index.ts';
-import { createAccountsService, type AccountService, type NamespacePort, type WorkspaceService } from './services/accounts/index.ts';
+import { catalogNamespaces, createAccountsService, type AccountService, type WorkspaceService } from './services/accounts/index.ts';
 import { AUTH_PREFIX, createAuthService, type AuthService } from './services/auth/index.ts';
 import { createPolicyService, type PolicyService } from './services/policy/index.ts';
 
@@ -45,16 +45,6 @@ declare module 'fastify' {
   interface FastifyInstance {
     lakeport: LakeportServices;
   }
-}
-
-/** The catalog as the account service sees a workspace's namespace. */
-function namespacePort(catalog: Catalog): NamespacePort {
-  return {
-    claim: async (workspace, billingAccount) => void (await catalog.claimNamespace(workspace, billingAccount)),
-    guards: async (workspace) => (await catalog.findNamespace(workspace))?.guards,
-    // Purging follows an approved deletion, so it is not stopped by the drop guard.
-    drop: async (workspace) => void (await catalog.dropNamespace(workspace, { force: true })),
-  };
 }
 
 /** The seven service prefixes of the runtime contract. */
@@ -121,7 +111,7 @@ export async function buildApp(deps: AppDeps, options: AppOptions = {}): Promise
     db: deps.db,
     verifier: auth.verifier,
     authz,
-    namespaces: namespacePort(catalog),
+    namespaces: catalogNamespaces(catalog),
     genesis: async (workspace, grants, caller) =>
       void (await policy.policies.genesis({ kind: 'identity', identity: caller.identity }, workspace, grants)),
     lake: deps.lake,

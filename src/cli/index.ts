@@ -32,7 +32,8 @@ async function adminCommand(args: string[]) {
       },
     });
     if (!values['client-id']) throw new UsageError('--client-id is required');
-    const { CreateCredentialRequest, Identity } = await import('../services/auth/schemas.ts');
+    const { CreateCredentialRequest } = await import('../services/auth/schemas.ts');
+    const { Identity } = await import('../core/http/index.ts');
     const clientId = Identity.safeParse(values['client-id']);
     if (!clientId.success) throw new UsageError(`--client-id ${clientId.error.issues[0].message}`);
     const expires = values['expires-in-days'] === 'never' ? null : Number(values['expires-in-days']);

@@ -13,3 +13,4 @@ export { requestIdOptions } from './request-id.ts';
 export { serviceDocs } from './openapi.ts';
 export { AdminToken, ADMIN_TOKEN_HEADER } from './admin-token.ts';
 export { PublicUrl } from './public-url.ts';
+export { Identity, IDENTITY_REGEX, WorkspaceName } from './schemas.ts';

@@ -1,11 +1,6 @@
 import { z } from 'zod';
+import { Identity } from '../../core/http/index.ts';
 
-/**
- * An identity string: `alice`, `svc-loader`, `bob@example.com`. The same rule as the auth service's
- * `Identity` (services/auth/schemas.ts), which its index.ts does not export; both belong in core.
- */
-export const IDENTITY_REGEX = /^[A-Za-z0-9][A-Za-z0-9._@+-]{0,127}$/;
-export const Identity = z.string().regex(IDENTITY_REGEX, 'must be 1-128 letters, digits or . _ @ + -, starting with a letter or digit');
 
 export const ACCOUNT_ROLES = ['billing_admin', 'member'] as const;
 export const AccountRole = z.enum(ACCOUNT_ROLES);

@@ -1,5 +1,6 @@
 import type { FastifyPluginAsync } from 'fastify';
 import type { Authorizer } from '../../core/authz/index.ts';
+import type { Catalog } from '../../core/catalog/index.ts';
 import type { Db } from '../../core/db/index.ts';
 import type { TokenVerifier } from '../../core/http/index.ts';
 import { accountRoutes } from './account-routes.ts';
@@ -11,6 +12,16 @@ import { WorkspaceService, type GenesisPort, type LakeFiles, type NamespacePort 
 export { AccountService } from './account-service.ts';
 export { WorkspaceRepo } from './workspace-repo.ts';
 export { WorkspaceService, GRACE_MS, type Guards, type NamespacePort, type GenesisPort, type LakeFiles } from './workspace-service.ts';
+
+/** The catalog as the account service sees a workspace's namespace. */
+export function catalogNamespaces(catalog: Catalog): NamespacePort {
+  return {
+    claim: async (workspace, billingAccount) => void (await catalog.claimNamespace(workspace, billingAccount)),
+    guards: async (workspace) => (await catalog.findNamespace(workspace))?.guards,
+    // Purging follows an approved deletion, so it is not stopped by the drop guard.
+    drop: async (workspace) => void (await catalog.dropNamespace(workspace, { force: true })),
+  };
+}
 
 export interface AccountsOptions {
   db: Db;

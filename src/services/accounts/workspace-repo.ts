@@ -1,5 +1,6 @@
 import type { Selectable } from 'kysely';
 import type { Db, WorkspaceMemberGrant, WorkspacesTable } from '../../core/db/index.ts';
+import { AppError } from '../../core/errors/index.ts';
 
 export type WorkspaceRow = Selectable<WorkspacesTable>;
 
@@ -11,14 +12,22 @@ export class WorkspaceRepo {
     return this.db.kysely.selectFrom('workspaces').selectAll().where('name', '=', name).executeTakeFirst();
   }
 
-  /** Inserts the record unless one exists; returns whatever record is there afterwards. */
+  /**
+   * Inserts the record unless one exists and returns whatever record is there afterwards. The
+   * billing account is share-locked and must be active, so a concurrent account deletion (which
+   * locks it for update) either sees this workspace or makes this insert fail.
+   */
   async insertIfAbsent(row: { name: string; billing_account: string; members: WorkspaceMemberGrant[]; created_by: string }): Promise<WorkspaceRow> {
-    await this.db.kysely
-      .insertInto('workspaces')
-      .values({ ...row, members: JSON.stringify(row.members) })
-      .onConflict((oc) => oc.column('name').doNothing())
-      .execute();
-    return (await this.get(row.name))!;
+    return this.db.kysely.transaction().execute(async (trx) => {
+      const account = await trx.selectFrom('accounts').select('status').where('account_id', '=', row.billing_account).forShare().executeTakeFirst();
+      if (account?.status !== 'active') throw AppError.notFound(`Account ${row.billing_account} does not exist`, 'ACCOUNT_NOT_FOUND');
+      await trx
+        .insertInto('workspaces')
+        .values({ ...row, members: JSON.stringify(row.members) })
+        .onConflict((oc) => oc.column('name').doNothing())
+        .execute();
+      return trx.selectFrom('workspaces').selectAll().where('name', '=', row.name).executeTakeFirstOrThrow();
+    });
   }
 
   listByAccount(accountId: string): Promise<WorkspaceRow[]> {

@@ -1,15 +1,11 @@
 import { z } from 'zod';
 import { ROLES } from '../../core/authz/index.ts';
+import { Identity, WorkspaceName } from '../../core/http/index.ts';
 
-export const WorkspaceNameParams = z.object({
-  name: z
-    .string()
-    .regex(/^[A-Za-z0-9_]{1,63}$/, 'must be 1-63 letters, digits or underscores')
-    .transform((s) => s.toLowerCase()),
-});
+export const WorkspaceNameParams = z.object({ name: WorkspaceName });
 
 export const WorkspaceMemberGrant = z.object({
-  identity: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._@+-]{0,127}$/, 'must be an identity such as alice or svc-loader'),
+  identity: Identity,
   role: z.enum(ROLES),
 });
 

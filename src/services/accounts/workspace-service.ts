@@ -96,7 +96,8 @@ export class WorkspaceService {
     let record: WorkspaceRow;
     try {
       record = await records.insertIfAbsent({ name, billing_account: input.billing_account, members: input.members, created_by: caller.identity });
-    } catch {
+    } catch (error) {
+      if (error instanceof AppError) throw error;
       throw new AppError(503, 'WORKSPACE_RECORD_FAILED', `The namespace '${name}' is claimed for ${input.billing_account} but its record could not be written: retry the same request`, {
         headers: { 'retry-after': '1' },
       });
@@ -136,9 +137,14 @@ export class WorkspaceService {
     return record;
   }
 
-  /** Soft delete: billing_admin of its account; refused (423) while the workspace is locked. */
+  /**
+   * Soft delete: billing_admin of its account; refused (423) while the workspace is locked. To
+   * anyone outside that account an existing workspace looks the same as a missing one (404).
+   */
   async delete(caller: Principal, name: string) {
     const record = await this.requireRecord(name);
+    const role = await this.deps.accounts.memberRole(caller.identity, record.billing_account);
+    if (role === null) throw AppError.notFound(`Workspace '${name}' does not exist`, 'WORKSPACE_NOT_FOUND');
     await this.deps.accounts.requireBillingAdmin(caller.identity, record.billing_account);
     if (record.deleted_at) return workspaceView(record, await this.deps.namespaces.guards(name));
     const guards = await this.deps.namespaces.guards(name);
@@ -151,8 +157,9 @@ export class WorkspaceService {
 
   /** Restore within the grace window: an owner of the workspace. */
   async restore(caller: Principal, name: string) {
-    const record = await this.requireRecord(name);
+    if (await this.deps.records.wasPurged(name)) throw new AppError(410, 'WORKSPACE_PURGED', `Workspace '${name}' was purged after its grace window`);
     await this.deps.authz.require(caller, 'owner', { workspace: name });
+    const record = await this.requireRecord(name);
     if (!record.deleted_at) throw AppError.conflict(`Workspace '${name}' is not deleted`, 'WORKSPACE_NOT_DELETED');
     const restored = await this.deps.records.restore(name, new Date());
     if (!restored) throw new AppError(410, 'WORKSPACE_PURGED', `The grace window of '${name}' has ended`);
@@ -177,8 +184,8 @@ export class WorkspaceService {
 
   /** The lock and the two guards as resolved booleans: owner or admin through access policies. */
   async guardProperties(caller: Principal, name: string) {
-    const record = await this.requireRecord(name);
     await this.deps.authz.require(caller, 'admin', { workspace: name });
+    const record = await this.requireRecord(name);
     const guards = await this.deps.namespaces.guards(name);
     if (!guards || record.deleted_at) throw AppError.notFound(`Workspace '${name}' does not exist`, 'WORKSPACE_NOT_FOUND');
     return { workspace: name, ...guards };

@@ -1,10 +1,7 @@
 import { z } from 'zod';
 import { formatPattern, parsePattern, PATTERN_HINT, ROLES, SCOPES } from '../../core/authz/index.ts';
-import { queryBoolean } from '../../core/http/index.ts';
+import { Identity, queryBoolean } from '../../core/http/index.ts';
 
-/** An identity string: `alice`, `svc-loader`, `bob@example.com`. */
-export const IDENTITY_REGEX = /^[A-Za-z0-9][A-Za-z0-9._@+-]{0,127}$/;
-export const Identity = z.string().regex(IDENTITY_REGEX, 'must be 1-128 letters, digits or . _ @ + -, starting with a letter or digit');
 
 export const ClientParams = z.object({ client_id: Identity });
 export const CredentialParams = z.object({ client_id: Identity, credential_id: z.string().min(1).max(64) });

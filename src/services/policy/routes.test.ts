@@ -49,7 +49,8 @@ describe('list', () => {
     expect((await dave.request('GET', `${P}/sales`)).statusCode).toBe(403);
     expect((await eve.request('GET', `${P}/sales`)).statusCode).toBe(403);
     expect((await alice.request('GET', `${P}/ops`)).statusCode).toBe(403);
-    expect((await alice.request('GET', `${P}/nowhere`)).statusCode).toBe(404);
+    // Without grants, a missing workspace looks like any other: names cannot be probed.
+    expect((await alice.request('GET', `${P}/nowhere`)).statusCode).toBe(403);
   });
 
   it('needs a token with the policy scope', async () => {
@@ -175,7 +176,14 @@ describe('genesis', () => {
     const noOwner = await alice.request('POST', `${P}/boot3/genesis`, { grants: [{ identity: 'bob', role: 'reader' }] });
     expect(noOwner.statusCode).toBe(422);
     expect(noOwner.json().detail[0].loc).toEqual(['body', 'grants']);
-    expect((await alice.request('POST', `${P}/missing/genesis`, { grants: [{ identity: 'alice', role: 'owner' }] })).statusCode).toBe(404);
+    expect((await alice.request('POST', `${P}/missing/genesis`, { grants: [{ identity: 'alice', role: 'owner' }] })).statusCode).toBe(403);
+    const missing = await t.app.inject({
+      method: 'POST',
+      url: `${P}/missing/genesis`,
+      headers: { 'x-admin-token': t.adminToken },
+      payload: { grants: [{ identity: 'alice', role: 'owner' }] },
+    });
+    expect(missing.statusCode).toBe(404);
     expect((await t.app.inject({ method: 'POST', url: `${P}/boot3/genesis`, payload: { grants: [{ identity: 'alice', role: 'owner' }] } })).statusCode).toBe(401);
   });
 });

@@ -1,15 +1,7 @@
 import { z } from 'zod';
 import { ROLES } from '../../core/authz/index.ts';
+import { Identity, WorkspaceName } from '../../core/http/index.ts';
 
-export const WORKSPACE_NAME = /^[A-Za-z0-9_]{1,63}$/;
-export const WorkspaceName = z
-  .string()
-  .regex(WORKSPACE_NAME, 'must be 1-63 letters, digits or underscores')
-  .transform((s) => s.toLowerCase());
-
-export const IdentityString = z
-  .string()
-  .regex(/^[A-Za-z0-9][A-Za-z0-9._@+-]{0,127}$/, 'must be 1-128 letters, digits or . _ @ + -, starting with a letter or digit');
 
 export const Role = z.enum(ROLES);
 
@@ -17,7 +9,7 @@ export const WorkspaceParams = z.object({ workspace: WorkspaceName });
 export const PolicyParams = z.object({ workspace: WorkspaceName, policy_id: z.string().min(1).max(64) });
 
 export const Principal = z.object({
-  identity: IdentityString,
+  identity: Identity,
   type: z.enum(['user', 'service_account']).default('user'),
 });
 
@@ -32,7 +24,7 @@ export const UpdatePolicyRequest = z.object({
   pattern: z.string().min(1).max(200),
 });
 
-export const GenesisGrant = z.object({ identity: IdentityString, role: Role });
+export const GenesisGrant = z.object({ identity: Identity, role: Role });
 export const GenesisGrantRequest = z.object({
   grants: z.array(GenesisGrant).min(1, 'at least one grant is required'),
 });

@@ -65,6 +65,18 @@ export class PolicyService {
     return record;
   }
 
+  /** Whether the identity holds any grant in the workspace (its own policies), narrowing aside. */
+  private async hasAnyGrant(identity: string, workspace: string): Promise<boolean> {
+    const row = await this.db.kysely.selectFrom('policies').select('policy_id').where('workspace', '=', workspace).where('principal', '=', identity).limit(1).executeTakeFirst();
+    return row !== undefined;
+  }
+
+  private async requireAnyGrant(caller: Principal, workspace: string) {
+    if (!(await this.hasAnyGrant(caller.identity, workspace))) {
+      throw AppError.forbidden(`'${caller.identity}' has no access to workspace '${workspace}'`, 'PERMISSION_DENIED');
+    }
+  }
+
   private parseWorkspacePattern(text: string, workspace: string): Pattern {
     const pattern = parsePattern(text);
     if (!pattern || pattern.workspace !== workspace) throw invalidPattern(text, workspace);
@@ -108,9 +120,10 @@ export class PolicyService {
     }
   }
 
+  // Authorization comes before existence checks, so a caller without grants cannot probe names.
   async list(caller: Principal, workspace: string) {
-    await this.requireWorkspace(workspace);
     await this.authz.require(caller, 'admin', { workspace });
+    await this.requireWorkspace(workspace);
     const rows = await this.db.kysely
       .selectFrom('policies')
       .selectAll()
@@ -122,6 +135,7 @@ export class PolicyService {
   }
 
   async get(caller: Principal, workspace: string, policyId: string) {
+    await this.requireAnyGrant(caller, workspace);
     await this.requireWorkspace(workspace);
     const row = await this.findPolicy(workspace, policyId);
     // A principal may read its own grants; anyone else needs admin where the grant applies.
@@ -130,9 +144,9 @@ export class PolicyService {
   }
 
   async create(caller: Principal, workspace: string, input: { principal: { identity: string; type: string }; role: Role; pattern: string }) {
-    await this.requireWorkspace(workspace);
     const pattern = this.parseWorkspacePattern(input.pattern, workspace);
     await this.requireGrantAuthority(caller, pattern, input.role);
+    await this.requireWorkspace(workspace);
     const normalized = formatPattern(pattern);
     const existing = await this.db.kysely
       .selectFrom('policies')
@@ -164,8 +178,9 @@ export class PolicyService {
   }
 
   async update(caller: Principal, workspace: string, policyId: string, input: { role: Role; pattern: string }) {
-    await this.requireWorkspace(workspace);
     const pattern = this.parseWorkspacePattern(input.pattern, workspace);
+    await this.requireAnyGrant(caller, workspace);
+    await this.requireWorkspace(workspace);
     const current = await this.findPolicy(workspace, policyId);
     await this.requireGrantAuthority(caller, parsePattern(current.pattern)!, current.role);
     await this.requireGrantAuthority(caller, pattern, input.role);
@@ -185,6 +200,7 @@ export class PolicyService {
   }
 
   async remove(caller: Principal, workspace: string, policyId: string) {
+    await this.requireAnyGrant(caller, workspace);
     await this.requireWorkspace(workspace);
     const current = await this.findPolicy(workspace, policyId);
     await this.requireGrantAuthority(caller, parsePattern(current.pattern)!, current.role);
@@ -201,13 +217,14 @@ export class PolicyService {
    * while the workspace has no policy at all (409 afterwards).
    */
   async genesis(caller: GenesisCaller, workspace: string, grants: { identity: string; role: Role }[]) {
-    const record = await this.requireWorkspace(workspace);
-    if (caller.kind === 'identity' && !(await this.directory.isActiveBillingAdmin(caller.identity, record.billingAccount))) {
+    const record = await this.directory.workspace(workspace);
+    if (caller.kind === 'identity' && !(record && (await this.directory.isActiveBillingAdmin(caller.identity, record.billingAccount)))) {
       throw AppError.forbidden(
-        `Genesis is a trusted bootstrap: only the admin token or a billing_admin of account ${record.billingAccount} may call it`,
+        `Genesis is a trusted bootstrap: only the admin token or a billing_admin of the workspace's billing account may call it`,
         'GENESIS_NOT_ALLOWED',
       );
     }
+    if (!record) throw AppError.notFound(`Workspace '${workspace}' does not exist`, 'WORKSPACE_NOT_FOUND');
     if (!grants.some((g) => g.role === 'owner')) {
       throw RequestValidationError.at(['body', 'grants'], 'at least one grant must have the owner role');
     }
@@ -239,8 +256,8 @@ export class PolicyService {
 
   /** CSV: every policy resolved against the workspace's actual datasets, one row per dataset it covers. */
   async effectivePermissionsCsv(caller: Principal, workspace: string): Promise<string> {
-    await this.requireWorkspace(workspace);
     await this.authz.require(caller, 'owner', { workspace });
+    await this.requireWorkspace(workspace);
     const [policies, datasets] = await Promise.all([
       this.db.kysely.selectFrom('policies').selectAll().where('workspace', '=', workspace).orderBy('created_at').orderBy('policy_id').execute(),
       this.directory.datasets(workspace),
