@@ -8,10 +8,12 @@ import type { Sealer } from './core/crypto/index.ts';
 import type { Db } from './core/db/index.ts';
 import { registerErrorHandling } from './core/errors/index.ts';
 import { requestIdOptions, serviceDocs, type AdminToken, type PublicUrl } from './core/http/index.ts';
-import type { LocalLake } from './core/storage/index.ts';
+import type { Ingestor } from './core/engine/index.ts';
+import type { BlobStore } from './core/storage/index.ts';
 import { catalogNamespaces, createAccountsService, type AccountService, type WorkspaceService } from './services/accounts/index.ts';
 import { AUTH_PREFIX, createAuthService, type AuthService } from './services/auth/index.ts';
 import { createPolicyService, type PolicyService } from './services/policy/index.ts';
+import { createUploadService, type UploadService } from './services/upload/index.ts';
 
 export interface AppDeps {
   db: Db;
@@ -20,7 +22,10 @@ export interface AppDeps {
   publicUrl: PublicUrl;
   accessTokenTtlSeconds: number;
   refreshTokenTtlDays: number;
-  lake: LocalLake;
+  blobs: BlobStore;
+  ingestor: Ingestor;
+  /** Local scratch space for uploads in flight. */
+  scratchDir: string;
 }
 
 export interface AppOptions {
@@ -39,6 +44,7 @@ export interface LakeportServices {
   policy: PolicyService;
   accounts: AccountService;
   workspaces: WorkspaceService;
+  uploads: UploadService;
 }
 
 declare module 'fastify' {
@@ -52,7 +58,6 @@ export const SERVICE_PREFIXES = ['/auth', '/upload', '/jobs', '/billing', '/cont
 
 /** Services whose routes are not built yet: mounted with their (empty) OpenAPI document and nothing else. */
 const UNBUILT_SERVICES: { prefix: string; title: string; description: string }[] = [
-  { prefix: '/upload', title: 'Lakeport upload service', description: 'Schema contracts, streamed writes and atomic commits.' },
   { prefix: '/jobs', title: 'Lakeport query job service', description: 'Asynchronous SQL on DuckDB.' },
   { prefix: '/odata', title: 'Lakeport OData service', description: 'OData v4 over every dataset.' },
 ];
@@ -114,7 +119,21 @@ export async function buildApp(deps: AppDeps, options: AppOptions = {}): Promise
     namespaces: catalogNamespaces(catalog),
     genesis: async (workspace, grants, caller) =>
       void (await policy.policies.genesis({ kind: 'identity', identity: caller.identity }, workspace, grants)),
-    lake: deps.lake,
+    lake: {
+      removeWorkspace: async (workspace, files) => {
+        for (const key of files) await deps.blobs.delete(key);
+        await deps.blobs.deletePrefix(`lake/${workspace}/`);
+      },
+    },
+  });
+  const upload = createUploadService({
+    db: deps.db,
+    catalog,
+    authz,
+    ingestor: deps.ingestor,
+    blobs: deps.blobs,
+    verifier: auth.verifier,
+    scratchDir: deps.scratchDir,
   });
   await app.register(
     async (service) => {
@@ -142,19 +161,30 @@ export async function buildApp(deps: AppDeps, options: AppOptions = {}): Promise
   );
   await app.register(
     async (service) => {
+      await serviceDocs(service, { title: 'Lakeport upload service', description: 'Schema contracts, streamed writes and atomic commits.' });
+      await service.register(upload.routes);
+    },
+    { prefix: '/upload' },
+  );
+  await app.register(
+    async (service) => {
       await serviceDocs(service, { title: 'Lakeport access policy service', description: 'Access policies per workspace.' });
       await service.register(policy.routes);
     },
     { prefix: '/policy' },
   );
 
-  app.decorate('lakeport', { auth, authz, catalog, policy: policy.policies, accounts: accounts.accounts, workspaces: accounts.workspaces });
+  app.decorate('lakeport', { auth, authz, catalog, policy: policy.policies, accounts: accounts.accounts, workspaces: accounts.workspaces, uploads: upload.uploads });
 
   if (options.backgroundTasks) {
     const purge = setInterval(() => {
       accounts.workspaces.purgeExpired().then(
         (names) => names.length > 0 && app.log.info({ workspaces: names }, 'purged workspaces past their grace window'),
         (error: unknown) => app.log.error({ err: error }, 'workspace purge failed'),
+      );
+      upload.uploads.sweepExpired().then(
+        (n) => n > 0 && app.log.info({ contracts: n }, 'swept expired upload contracts'),
+        (error: unknown) => app.log.error({ err: error }, 'contract sweep failed'),
       );
     }, PURGE_INTERVAL_MS);
     purge.unref();

@@ -1,5 +1,6 @@
 import path from 'node:path';
 import { z } from 'zod';
+import { parseStorageUrl } from './core/storage/blob-store.ts';
 
 const port = z.coerce.number().int().min(0).max(65535);
 const optionalString = z
@@ -18,8 +19,20 @@ const EnvSchema = z.object({
       .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL')
       .optional(),
   ),
-  LAKEPORT_STORAGE_URL: optionalString,
+  LAKEPORT_STORAGE_URL: optionalString.superRefine((v, ctx) => {
+    if (v === undefined) return;
+    try {
+      parseStorageUrl(v);
+    } catch (err) {
+      ctx.addIssue({ code: 'custom', message: (err as Error).message });
+    }
+  }),
   S3_ENDPOINT: optionalString,
+  S3_REGION: optionalString.transform((v) => v ?? 'us-east-1'),
+  AWS_ACCESS_KEY_ID: optionalString,
+  AWS_SECRET_ACCESS_KEY: optionalString,
+  AWS_SESSION_TOKEN: optionalString,
+  LAKEPORT_S3_CACHE_MAX_BYTES: optionalString.pipe(z.coerce.number().int().min(1).optional()),
   LAKEPORT_ADMIN_TOKEN: optionalString.pipe(z.string().min(16, 'must be at least 16 characters').optional()),
   LAKEPORT_MASTER_KEY: optionalString,
   LAKEPORT_ACCESS_TOKEN_TTL_SECONDS: z.coerce.number().int().min(60).max(86_400).default(900),
@@ -36,6 +49,14 @@ export interface Config {
   readonly databaseUrl: string | undefined;
   readonly storageUrl: string | undefined;
   readonly s3Endpoint: string | undefined;
+  /** S3 region (`S3_REGION`, default `us-east-1`); S3-compatible servers mostly ignore it. */
+  readonly s3Region: string;
+  /** Explicit S3 credentials (`AWS_ACCESS_KEY_ID`/`AWS_SECRET_ACCESS_KEY`/`AWS_SESSION_TOKEN`); unset → the AWS SDK's default chain. */
+  readonly s3AccessKeyId: string | undefined;
+  readonly s3SecretAccessKey: string | undefined;
+  readonly s3SessionToken: string | undefined;
+  /** Size limit of the local read-through cache of S3 blobs (`LAKEPORT_S3_CACHE_MAX_BYTES`); unset → 2 GiB. */
+  readonly s3CacheMaxBytes: number | undefined;
   readonly adminToken: string | undefined;
   readonly masterKey: string | undefined;
   readonly accessTokenTtlSeconds: number;
@@ -61,6 +82,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     databaseUrl: e.DATABASE_URL,
     storageUrl: e.LAKEPORT_STORAGE_URL,
     s3Endpoint: e.S3_ENDPOINT,
+    s3Region: e.S3_REGION,
+    s3AccessKeyId: e.AWS_ACCESS_KEY_ID,
+    s3SecretAccessKey: e.AWS_SECRET_ACCESS_KEY,
+    s3SessionToken: e.AWS_SESSION_TOKEN,
+    s3CacheMaxBytes: e.LAKEPORT_S3_CACHE_MAX_BYTES,
     adminToken: e.LAKEPORT_ADMIN_TOKEN,
     masterKey: e.LAKEPORT_MASTER_KEY,
     accessTokenTtlSeconds: e.LAKEPORT_ACCESS_TOKEN_TTL_SECONDS,

@@ -6,7 +6,8 @@ import type { Config } from './config.ts';
 import { loadMasterKey, readOrCreateSecretFile, Sealer } from './core/crypto/index.ts';
 import { migrate, openDatabase, type Db } from './core/db/index.ts';
 import { AdminToken, PublicUrl } from './core/http/index.ts';
-import { LocalLake } from './core/storage/index.ts';
+import { Ingestor } from './core/engine/index.ts';
+import { createBlobStore } from './core/storage/index.ts';
 
 export interface Runtime {
   deps: AppDeps;
@@ -42,7 +43,9 @@ export async function openRuntime(config: Config): Promise<Runtime> {
       publicUrl: new PublicUrl(config.publicUrl, config.host, config.port),
       accessTokenTtlSeconds: config.accessTokenTtlSeconds,
       refreshTokenTtlDays: config.refreshTokenTtlDays,
-      lake: new LocalLake(path.join(config.dataDir, 'lake')),
+      blobs: await createBlobStore(config),
+      ingestor: await Ingestor.create({ tempDirectory: path.join(config.dataDir, 'tmp', 'duckdb') }),
+      scratchDir: path.join(config.dataDir, 'tmp', 'uploads'),
     },
   };
 }

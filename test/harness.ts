@@ -9,7 +9,8 @@ import { buildApp, type AppDeps } from '../src/app.ts';
 import { Sealer } from '../src/core/crypto/index.ts';
 import { migrate, openDatabase, type Db } from '../src/core/db/index.ts';
 import { AdminToken, PublicUrl } from '../src/core/http/index.ts';
-import { LocalLake } from '../src/core/storage/index.ts';
+import { Ingestor } from '../src/core/engine/index.ts';
+import { LocalBlobStore } from '../src/core/storage/index.ts';
 
 /** Where the suite keeps metadata: PostgreSQL when DATABASE_URL is set (CI runs both), else PGlite in memory. */
 export const TEST_DATABASE_URL = process.env.DATABASE_URL;
@@ -76,6 +77,13 @@ export function tempDir(prefix = 'lakeport-test-'): { dir: string; remove(): voi
 
 export const TEST_PUBLIC_URL = 'http://lakeport.test';
 
+let ingestor: Promise<Ingestor> | undefined;
+/** One DuckDB ingestion engine per test file (it is stateless between calls). */
+function sharedIngestor(): Promise<Ingestor> {
+  ingestor ??= Ingestor.create({ threads: 2, memoryLimit: '512MB' });
+  return ingestor;
+}
+
 export interface TestApp {
   app: FastifyInstance;
   db: Db;
@@ -96,7 +104,9 @@ export async function createTestApp(overrides: Partial<AppDeps> = {}): Promise<T
     publicUrl: new PublicUrl(TEST_PUBLIC_URL, '127.0.0.1', 0),
     accessTokenTtlSeconds: 900,
     refreshTokenTtlDays: 30,
-    lake: new LocalLake(lakeDir.dir),
+    blobs: new LocalBlobStore(lakeDir.dir),
+    ingestor: await sharedIngestor(),
+    scratchDir: path.join(lakeDir.dir, 'tmp'),
     ...overrides,
   };
   const app = await buildApp(deps);

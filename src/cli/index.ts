@@ -12,6 +12,7 @@ Commands:
   admin create-credential --client-id ID  create a credential and print its one-time secret
         [--type NAME] [--expires-in-days N|never] [--scope S]... [--permission PATTERN=ROLE]...
   admin rotate-keys                       rotate the token signing key
+  upload FILE... --to WS.COLL.DS          upload files into a dataset (lakeport upload --help; docs/cli.md)
 
 Configuration comes from the environment (see README.md).`;
 
@@ -97,6 +98,8 @@ export async function main(argv: string[]): Promise<number> {
       case 'admin':
         await adminCommand(rest);
         return 0;
+      case 'upload':
+        return (await import('./upload.ts')).uploadCommand(rest);
       case undefined:
       case 'help':
       case '--help':

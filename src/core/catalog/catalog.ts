@@ -161,31 +161,7 @@ export class Catalog {
 
   /** Creates the dataset (and its collection if missing) at definition_version 1, with no snapshot. 409 ALREADY_EXISTS. */
   async createDataset(ref: DatasetRef, definition: DatasetDefinition, author: string): Promise<Dataset> {
-    const { workspace, collection, dataset } = normalizeRef(ref);
-    const kind = checkKind(definition.kind ?? 'table');
-    const row = {
-      dataset_id: newId('ds'),
-      workspace,
-      collection,
-      name: dataset,
-      kind,
-      columns: JSON.stringify(normalizeColumns(kind, definition.columns)),
-      description: checkDescription(definition.description),
-      properties: JSON.stringify(checkProperties(definition.properties ?? {})),
-      created_by: author,
-      updated_by: author,
-    };
-    return this.transaction(async (trx) => {
-      await ensureCollectionIn(trx, workspace, collection, author);
-      const created = await trx
-        .insertInto('catalog_datasets')
-        .values(row)
-        .onConflict((oc) => oc.columns(['workspace', 'collection', 'name']).doNothing())
-        .returningAll()
-        .executeTakeFirst();
-      if (!created) throw AppError.conflict(`Dataset ${formatRef({ workspace, collection, dataset })} already exists`, 'ALREADY_EXISTS');
-      return created;
-    });
+    return this.transaction((trx) => insertDatasetIn(trx, ref, definition, author));
   }
 
   /** 404 DATASET_NOT_FOUND. */
@@ -267,6 +243,24 @@ export class Catalog {
    */
   async commitSnapshot(input: CommitInput): Promise<Snapshot> {
     return this.transaction((trx) => commitSnapshotIn(trx, input));
+  }
+
+  /**
+   * A commit that may first create its dataset (`create`: 409 ALREADY_EXISTS when someone else created
+   * it meanwhile) and that runs the caller's own writes (`within`) in the same transaction, so a
+   * dataset, its first snapshot and the writer's bookkeeping appear together or not at all.
+   */
+  async commitWith(
+    input: Omit<CommitInput, 'dataset'> & { dataset?: DatasetKey },
+    options: { create?: { ref: DatasetRef; definition: DatasetDefinition }; within?: (trx: Executor, snapshot: Snapshot) => Promise<void> } = {},
+  ): Promise<Snapshot> {
+    return this.transaction(async (trx) => {
+      const dataset = options.create ? (await insertDatasetIn(trx, options.create.ref, options.create.definition, input.author)).dataset_id : input.dataset;
+      if (dataset === undefined) throw new AppError(400, 'INVALID_COMMIT', 'A commit needs a dataset');
+      const snapshot = await commitSnapshotIn(trx, { ...input, dataset });
+      await options.within?.(trx, snapshot);
+      return snapshot;
+    });
   }
 
   /** The snapshot a selector names; 404 SNAPSHOT_NOT_FOUND / TAG_NOT_FOUND when there is none. */
@@ -410,4 +404,30 @@ async function guardsOf(trx: Executor, dataset: Dataset): Promise<NamespaceGuard
 
 function refuseUnderHistoryProtection(guards: NamespaceGuards, dataset: Dataset, action: string): void {
   if (guards.history_protection) throw guarded(`Workspace '${dataset.workspace}' keeps its history (history_protection): cannot ${action}`);
+}
+
+async function insertDatasetIn(trx: Executor, ref: DatasetRef, definition: DatasetDefinition, author: string): Promise<Dataset> {
+  const { workspace, collection, dataset } = normalizeRef(ref);
+  const kind = checkKind(definition.kind ?? 'table');
+  const row = {
+    dataset_id: newId('ds'),
+    workspace,
+    collection,
+    name: dataset,
+    kind,
+    columns: JSON.stringify(normalizeColumns(kind, definition.columns)),
+    description: checkDescription(definition.description),
+    properties: JSON.stringify(checkProperties(definition.properties ?? {})),
+    created_by: author,
+    updated_by: author,
+  };
+  await ensureCollectionIn(trx, workspace, collection, author);
+  const created = await trx
+    .insertInto('catalog_datasets')
+    .values(row)
+    .onConflict((oc) => oc.columns(['workspace', 'collection', 'name']).doNothing())
+    .returningAll()
+    .executeTakeFirst();
+  if (!created) throw AppError.conflict(`Dataset ${formatRef({ workspace, collection, dataset })} already exists`, 'ALREADY_EXISTS');
+  return created;
 }

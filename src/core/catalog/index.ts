@@ -12,6 +12,7 @@ export type {
   DataFileInput,
   Dataset,
   DatasetDefinition,
+  Executor,
   DatasetKey,
   DatasetPatch,
   Namespace,

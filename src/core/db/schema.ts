@@ -1,10 +1,12 @@
 import type { AccountTables } from './tables/accounts.ts';
 import type { AuthTables } from './tables/auth.ts';
 import type { CatalogTables } from './tables/catalog.ts';
+import type { UploadTables } from './tables/upload.ts';
 
 export type * from './tables/types.ts';
 export type * from './tables/auth.ts';
 export type * from './tables/accounts.ts';
 export type * from './tables/catalog.ts';
+export type * from './tables/upload.ts';
 
-export interface Database extends AuthTables, AccountTables, CatalogTables {}
+export interface Database extends AuthTables, AccountTables, CatalogTables, UploadTables {}

@@ -19,7 +19,7 @@ export function catalogNamespaces(catalog: Catalog): NamespacePort {
     claim: async (workspace, billingAccount) => void (await catalog.claimNamespace(workspace, billingAccount)),
     guards: async (workspace) => (await catalog.findNamespace(workspace))?.guards,
     // Purging follows an approved deletion, so it is not stopped by the drop guard.
-    drop: async (workspace) => void (await catalog.dropNamespace(workspace, { force: true })),
+    drop: (workspace) => catalog.dropNamespace(workspace, { force: true }),
   };
 }
 

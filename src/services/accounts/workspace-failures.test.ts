@@ -46,7 +46,7 @@ beforeEach(() => {
 
 function service(overrides: Partial<WorkspaceServiceDeps> = {}) {
   const { accounts, authz } = t.app.lakeport;
-  return new WorkspaceService({ accounts, records, namespaces: realNamespaces, genesis: realGenesis, authz, files: t.deps.lake, ...overrides });
+  return new WorkspaceService({ accounts, records, namespaces: realNamespaces, genesis: realGenesis, authz, files: { removeWorkspace: async () => undefined }, ...overrides });
 }
 
 const policiesOf = (workspace: string) => t.db.kysely.selectFrom('policies').selectAll().where('workspace', '=', workspace).execute();

@@ -1,5 +1,3 @@
-import fs from 'node:fs';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { signIn, type TestUser } from '../../../test/clients.ts';
 import { createTestApp, type TestApp } from '../../../test/harness.ts';
@@ -177,15 +175,17 @@ describe('listing, delete, restore and guards', () => {
 
   it('purges after the grace window: record, namespace, policies and files; restore then answers 410', async () => {
     await createWorkspace(alice, 'doomed', acme, [['alice', 'owner']], '/billing');
-    const files = path.join(t.deps.lake.root, 'doomed', 'c', 'd');
-    fs.mkdirSync(files, { recursive: true });
-    fs.writeFileSync(path.join(files, 'part.parquet'), 'x');
+    await t.deps.blobs.put('lake/doomed/c/d/part.parquet', 'x');
+    await t.deps.blobs.put('lake/_staging/ctr_x/committed.parquet', 'y');
+    const dataset = await catalog.createDataset({ workspace: 'doomed', collection: 'c', dataset: 'd' }, { columns: [{ name: 'x', type: 'BIGINT', nullable: true }] }, 'alice');
+    await catalog.commitSnapshot({ dataset: dataset.dataset_id, operation: 'create', author: 'alice', addFiles: [{ path: 'lake/_staging/ctr_x/committed.parquet', row_count: 1, size_bytes: 1 }] });
     expect((await alice.request('DELETE', '/billing/v1/workspaces/doomed')).statusCode).toBe(200);
     // Nothing is purged inside the grace window.
     const { workspaces } = t.app.lakeport;
     expect(await workspaces.purgeExpired(new Date())).not.toContain('doomed');
     expect(await workspaces.purgeExpired(new Date(Date.now() + 25 * 3_600_000))).toContain('doomed');
-    expect(fs.existsSync(path.join(t.deps.lake.root, 'doomed'))).toBe(false);
+    expect(await t.deps.blobs.head('lake/doomed/c/d/part.parquet')).toBeUndefined();
+    expect(await t.deps.blobs.head('lake/_staging/ctr_x/committed.parquet')).toBeUndefined();
     expect(await catalog.findNamespace('doomed')).toBeUndefined();
     expect(await t.db.kysely.selectFrom('policies').selectAll().where('workspace', '=', 'doomed').execute()).toEqual([]);
     const restore = await alice.request('POST', '/billing/v1/workspaces/doomed/restore');

@@ -16,7 +16,8 @@ export interface NamespacePort {
   claim(workspace: string, billingAccount: string): Promise<void>;
   /** The resolved guards, or undefined when the namespace does not exist. */
   guards(workspace: string): Promise<Guards | undefined>;
-  drop(workspace: string): Promise<void>;
+  /** Removes the namespace and everything in it; returns the storage keys of its data files. */
+  drop(workspace: string): Promise<string[]>;
 }
 
 /** The first access grants of a workspace (step c): the policy service's genesis. */
@@ -24,7 +25,8 @@ export type GenesisPort = (workspace: string, grants: WorkspaceMemberGrant[], ca
 
 /** Where a purged workspace's data files go. */
 export interface LakeFiles {
-  removeWorkspace(workspace: string): Promise<void>;
+  /** Deletes the given data files and anything else stored under the workspace's prefix. */
+  removeWorkspace(workspace: string, files: string[]): Promise<void>;
 }
 
 export interface WorkspaceServiceDeps {
@@ -191,12 +193,16 @@ export class WorkspaceService {
     return { workspace: name, ...guards };
   }
 
-  /** Purges workspaces whose grace window has ended: files, then catalog, then record and policies. */
+  /**
+   * Purges workspaces whose grace window has ended: the catalog (which names the data files), the
+   * files, then record and policies. A crash midway is finished by the next sweep; at worst it leaves
+   * unreferenced files behind, never a reference to a missing file.
+   */
   async purgeExpired(now = new Date()): Promise<string[]> {
     const purged: string[] = [];
     for (const record of await this.deps.records.dueForPurge(now)) {
-      await this.deps.files.removeWorkspace(record.name);
-      await this.deps.namespaces.drop(record.name);
+      const files = await this.deps.namespaces.drop(record.name);
+      await this.deps.files.removeWorkspace(record.name, files);
       await this.deps.records.purge(record.name);
       purged.push(record.name);
     }

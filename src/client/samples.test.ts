@@ -1,0 +1,231 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { parse } from 'csv-parse/sync';
+import fc from 'fast-check';
+import { afterAll, describe, expect, it } from 'vitest';
+import { SampleError, contentTypeFor, csvSampleEnd, detectFormat, jsonlSampleEnd, parquetFooterLength, readSample } from './samples.ts';
+
+const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lakeport-samples-'));
+afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+let counter = 0;
+function file(content: string | Buffer, ext = '.csv'): string {
+  const p = path.join(dir, `f${counter++}${ext}`);
+  fs.writeFileSync(p, content);
+  return p;
+}
+
+const b = (s: string) => Buffer.from(s, 'utf8');
+
+describe('detectFormat', () => {
+  it('maps the extensions, case-insensitively', () => {
+    expect(detectFormat('a.csv')).toEqual({ type: 'csv' });
+    expect(detectFormat('/x/y/A.CSV')).toEqual({ type: 'csv' });
+    expect(detectFormat('a.tsv')).toEqual({ type: 'csv', delimiter: '\t' });
+    expect(detectFormat('a.jsonl')).toEqual({ type: 'jsonl' });
+    expect(detectFormat('a.ndjson')).toEqual({ type: 'jsonl' });
+    expect(detectFormat('a.parquet')).toEqual({ type: 'parquet' });
+  });
+  it('knows nothing of other names', () => {
+    for (const name of ['a.txt', 'a', 'csv', 'a.csv.gz', 'a.json', '.csv.bak']) expect(detectFormat(name)).toBeUndefined();
+  });
+  it('gives each format its content type', () => {
+    expect(contentTypeFor('csv')).toBe('text/csv');
+    expect(contentTypeFor('jsonl')).toBe('application/x-ndjson');
+    expect(contentTypeFor('parquet')).toBe('application/vnd.apache.parquet');
+  });
+});
+
+describe('csvSampleEnd', () => {
+  it('cuts after the last line break', () => {
+    expect(csvSampleEnd(b('a,b\n1,2\n3,'))).toBe(8);
+    expect(csvSampleEnd(b('a,b\n1,2\n'))).toBe(8);
+  });
+  it('finds no record in a buffer without a line break', () => {
+    expect(csvSampleEnd(b('a,b,c'))).toBe(0);
+    expect(csvSampleEnd(b(''))).toBe(0);
+  });
+  it('does not end a record at a newline inside a quoted field', () => {
+    const text = 'id,note\n1,"two\nlines"\n2,"open\nfield';
+    expect(csvSampleEnd(b(text))).toBe('id,note\n1,"two\nlines"\n'.length);
+  });
+  it('treats "" inside a quoted field as an escaped quote, not the field end', () => {
+    const text = 'id,q\n1,"say ""hi""\nthere"\n2,"a ""\nb';
+    expect(csvSampleEnd(b(text))).toBe('id,q\n1,"say ""hi""\nthere"\n'.length);
+    // A field that is just an escaped quote, then a newline inside the still-open field.
+    expect(csvSampleEnd(b('a\n""""\n"""\nx'))).toBe('a\n""""\n'.length);
+  });
+  it('keeps CRLF records whole', () => {
+    const text = 'a,b\r\n1,"x\r\ny"\r\n2,3';
+    expect(csvSampleEnd(b(text))).toBe('a,b\r\n1,"x\r\ny"\r\n'.length);
+  });
+  it('accepts a lone CR as a record end', () => {
+    expect(csvSampleEnd(b('a,b\r1,2\r3'))).toBe(8);
+  });
+  it('does not end at a CR that is the last byte (it may be half of a CRLF)', () => {
+    expect(csvSampleEnd(b('a,b\r\n1,2\r'))).toBe(5);
+    expect(csvSampleEnd(b('a,b\r'))).toBe(0);
+  });
+  it('skips a UTF-8 BOM for parsing but counts its bytes', () => {
+    const bom = Buffer.from([0xef, 0xbb, 0xbf]);
+    const buf = Buffer.concat([bom, b('"a\nb",c\n1,2\n3')]);
+    expect(csvSampleEnd(buf)).toBe(3 + '"a\nb",c\n1,2\n'.length);
+  });
+  it('reads a quote in the middle of an unquoted field as a literal', () => {
+    expect(csvSampleEnd(b('size,name\n5" disk,x\n7,y'))).toBe('size,name\n5" disk,x\n'.length);
+  });
+  it('uses the given delimiter to find field starts', () => {
+    expect(csvSampleEnd(b('a;b\n1;"x\ny"\n2;"z'), { delimiter: ';' })).toBe('a;b\n1;"x\ny"\n'.length);
+    expect(csvSampleEnd(b('a\tb\n1\t"x\ny"\n2'), { delimiter: '\t' })).toBe('a\tb\n1\t"x\ny"\n'.length);
+  });
+  it('honours another escape character and quote', () => {
+    expect(csvSampleEnd(b('a,b\n1,"x\\"\ny"\n2,"'), { escape: '\\' })).toBe('a,b\n1,"x\\"\ny"\n'.length);
+    expect(csvSampleEnd(b("a,b\n1,'x\ny'\n2,'"), { quote: "'" })).toBe("a,b\n1,'x\ny'\n".length);
+  });
+  it('refuses a multi-byte dialect character', () => {
+    expect(() => csvSampleEnd(b('a'), { delimiter: '||' })).toThrow(SampleError);
+    expect(() => csvSampleEnd(b('a'), { delimiter: '§' })).toThrow(/single one-byte/);
+  });
+  it('always cuts where csv-parse sees complete records (property)', () => {
+    const cell = fc.stringMatching(/^[a-z ",\n\r]{0,6}$/);
+    const quoteCell = (c: string) => (/[",\n\r]/.test(c) || c === '' ? `"${c.replace(/"/g, '""')}"` : c);
+    fc.assert(
+      fc.property(
+        fc.array(fc.array(cell, { minLength: 2, maxLength: 2 }), { minLength: 1, maxLength: 8 }),
+        fc.constantFrom('\n', '\r\n'),
+        fc.nat(),
+        (rows, eol, cutAt) => {
+          const text = rows.map((r) => r.map(quoteCell).join(',')).join(eol) + eol;
+          const buf = b(text);
+          const cut = cutAt % (buf.length + 1);
+          const end = csvSampleEnd(buf.subarray(0, cut));
+          expect(end).toBeLessThanOrEqual(cut);
+          // The sample parses into whole records, each equal to the original's.
+          const parsed = parse(buf.subarray(0, end), { relax_column_count: true, record_delimiter: eol }) as string[][];
+          expect(parsed).toEqual(rows.slice(0, parsed.length));
+          // And no further complete record would have fitted.
+          const next = rows.slice(0, parsed.length + 1).map((r) => r.map(quoteCell).join(',')).join(eol) + eol;
+          if (parsed.length < rows.length) expect(b(next).length).toBeGreaterThan(cut);
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+});
+
+describe('jsonlSampleEnd', () => {
+  it('cuts after the last newline', () => {
+    expect(jsonlSampleEnd(b('{"a":1}\n{"a":2}\n{"a":'))).toBe(16);
+    expect(jsonlSampleEnd(b('{"a":1}\r\n{"a"'))).toBe(9);
+    expect(jsonlSampleEnd(b('{"a":1}'))).toBe(0);
+  });
+});
+
+describe('readSample (CSV and JSONL)', () => {
+  it('sends a file no larger than the limit whole, even without a final newline', async () => {
+    const p = file('a,b\n1,"x\ny');
+    expect((await readSample(p, 'csv', { maxBytes: 100 })).toString()).toBe('a,b\n1,"x\ny');
+    const exact = file('a,b\n1,2');
+    expect((await readSample(exact, 'csv', { maxBytes: 7 })).toString()).toBe('a,b\n1,2');
+  });
+  it('sends an empty file as an empty sample', async () => {
+    expect((await readSample(file(''), 'csv')).length).toBe(0);
+  });
+  it('cuts a larger file after the last complete record within the limit', async () => {
+    const rows = Array.from({ length: 1000 }, (_, i) => `${i},"line one\nline ""two""",${'x'.repeat(i % 7)}`);
+    const text = `id,note,pad\n${rows.join('\n')}\n`;
+    const p = file(text);
+    const sample = await readSample(p, 'csv', { maxBytes: 4096 });
+    expect(sample.length).toBeLessThanOrEqual(4096);
+    expect(text.startsWith(sample.toString())).toBe(true);
+    const parsed = parse(sample, { columns: true }) as { id: string; note: string }[];
+    expect(parsed.length).toBeGreaterThan(50);
+    expect(parsed.every((r, i) => r.id === String(i) && r.note === 'line one\nline "two"')).toBe(true);
+    // Nothing more would have fitted.
+    expect(text.indexOf('\n' + String(parsed.length) + ',', 0) + 1 + rows[parsed.length].length + 1).toBeGreaterThan(4096);
+  });
+  it('defaults to 1 MiB', async () => {
+    const line = `${'y'.repeat(99)}\n`; // 100 bytes
+    const p = file(line.repeat(20_000)); // 2 MB
+    const sample = await readSample(p, 'csv');
+    expect(sample.length).toBe(Math.floor((1024 * 1024) / 100) * 100);
+  });
+  it('keeps CRLF and the BOM bytes', async () => {
+    const bom = Buffer.from([0xef, 0xbb, 0xbf]);
+    const p = file(Buffer.concat([bom, b('"h\r\n1",h2\r\n'.concat('a,b\r\n'.repeat(100)))]));
+    const sample = await readSample(p, 'csv', { maxBytes: 64 });
+    expect(sample.subarray(0, 3)).toEqual(bom);
+    expect(sample.toString('latin1').endsWith('a,b\r\n')).toBe(true);
+    const head = '"h\r\n1",h2\r\n';
+    expect(sample.length).toBe(3 + head.length + 5 * Math.floor((64 - 3 - head.length) / 5));
+  });
+  it('uses the delimiter of a TSV file to find quoted fields', async () => {
+    const p = file(`a\tb\n${'1\t"x\ny"\n'.repeat(50)}`, '.tsv');
+    const sample = await readSample(p, 'csv', { maxBytes: 30, delimiter: '\t' });
+    expect(sample.toString()).toBe(`a\tb\n${'1\t"x\ny"\n'.repeat(3)}`); // 4 + 3 * 8 = 28 <= 30
+  });
+  it('refuses a single record larger than the limit with a clear error', async () => {
+    const p = file(`"${'z'.repeat(500)}\n${'z'.repeat(500)}"\n1\n`);
+    await expect(readSample(p, 'csv', { maxBytes: 256 })).rejects.toThrow(/no complete record in the first 256 bytes.*larger than the sample limit/);
+    const j = file(`{"a":"${'q'.repeat(2000)}"}\n{"a":1}\n`, '.jsonl');
+    await expect(readSample(j, 'jsonl', { maxBytes: 1024 })).rejects.toThrow(SampleError);
+    await expect(readSample(j, 'jsonl', { maxBytes: 1024 })).rejects.toThrow(/1 KiB/);
+  });
+  it('cuts JSONL at the last newline', async () => {
+    const lines = Array.from({ length: 100 }, (_, i) => JSON.stringify({ i, s: 'a\nb' }));
+    const p = file(`${lines.join('\n')}\n`, '.jsonl');
+    const sample = (await readSample(p, 'jsonl', { maxBytes: 200 })).toString();
+    expect(sample.endsWith('\n')).toBe(true);
+    expect(sample.length).toBeLessThanOrEqual(200);
+    const parsedLines = sample.trimEnd().split('\n').map((l) => JSON.parse(l));
+    expect(parsedLines.map((o) => o.i)).toEqual(Array.from({ length: parsedLines.length }, (_, i) => i));
+  });
+  it('refuses a bad limit', async () => {
+    await expect(readSample(file('a'), 'csv', { maxBytes: 0 })).rejects.toThrow(/positive/);
+  });
+  it('reports a missing file', async () => {
+    await expect(readSample(path.join(dir, 'nope.csv'), 'csv')).rejects.toThrow(/ENOENT/);
+  });
+});
+
+function parquetFile(footer: Buffer, body = Buffer.alloc(100, 1), magic = 'PAR1', lengthOverride?: number): Buffer {
+  const len = Buffer.alloc(4);
+  len.writeUInt32LE(lengthOverride ?? footer.length);
+  return Buffer.concat([Buffer.from('PAR1'), body, footer, len, Buffer.from(magic, 'latin1')]);
+}
+
+describe('Parquet footer', () => {
+  it('extracts the last 8 + footer_length bytes', async () => {
+    const footer = Buffer.from(Array.from({ length: 300 }, (_, i) => i % 251));
+    const bytes = parquetFile(footer, Buffer.alloc(5000, 9));
+    const p = file(bytes, '.parquet');
+    const sample = await readSample(p, 'parquet');
+    expect(sample.length).toBe(308);
+    expect(sample.subarray(0, 300)).toEqual(footer);
+    expect(sample.subarray(-4).toString('latin1')).toBe('PAR1');
+    expect(sample.readUInt32LE(300)).toBe(300);
+    expect(sample).toEqual(bytes.subarray(bytes.length - 308));
+  });
+  it('is not limited by maxBytes', async () => {
+    const footer = Buffer.alloc(3000, 4);
+    const p = file(parquetFile(footer), '.parquet');
+    expect((await readSample(p, 'parquet', { maxBytes: 100 })).length).toBe(3008);
+  });
+  it('refuses a file without the PAR1 magic', async () => {
+    const p = file(parquetFile(Buffer.alloc(10), undefined, 'PAR2'), '.parquet');
+    await expect(readSample(p, 'parquet')).rejects.toThrow(/not a Parquet file .*PAR1/);
+    const csv = file('a,b\n1,2\n3,4\n5,6\n', '.parquet');
+    await expect(readSample(csv, 'parquet')).rejects.toThrow(SampleError);
+  });
+  it('refuses encrypted footers, tiny files and impossible lengths', async () => {
+    await expect(readSample(file(parquetFile(Buffer.alloc(10), undefined, 'PARE'), '.parquet'), 'parquet')).rejects.toThrow(/encrypted/);
+    await expect(readSample(file('PAR1', '.parquet'), 'parquet')).rejects.toThrow(/too small/);
+    await expect(readSample(file(parquetFile(Buffer.alloc(10), Buffer.alloc(0), 'PAR1', 999_999), '.parquet'), 'parquet')).rejects.toThrow(/corrupt/);
+    expect(() => parquetFooterLength(Buffer.from([0, 0, 0, 0, 0x50, 0x41, 0x52, 0x31]), 100)).toThrow(/corrupt/);
+  });
+  it('reads the length little-endian', () => {
+    const tail = Buffer.from([0x01, 0x02, 0x00, 0x00, 0x50, 0x41, 0x52, 0x31]);
+    expect(parquetFooterLength(tail, 10_000)).toBe(0x0201);
+  });
+});

@@ -1,0 +1,269 @@
+import fs from 'node:fs/promises';
+import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
+import { IPV4_REGEX, isNestedType, normalizeType, physicalType } from './types.ts';
+import { quoteIdent, quoteString } from './sql.ts';
+
+export type FileFormat = 'csv' | 'jsonl' | 'parquet';
+
+/** How to read a text file; options a user may set, validated before they reach SQL. */
+export interface ReadOptions {
+  delimiter?: string;
+  header?: boolean;
+  quote?: string;
+  escape?: string;
+  null_string?: string;
+}
+
+export interface SourceColumn {
+  name: string;
+  /** Normalised Lakeport type; undefined when unsupported (nested). */
+  type: string | undefined;
+  /** The type as the file has it (for OData's SourceType). */
+  sourceType: string;
+}
+
+export interface SampleSchema {
+  columns: SourceColumn[];
+  /** One real sampled value per column (first non-null), as JSON-safe values. */
+  values: Record<string, unknown>;
+}
+
+/** What a column becomes in the written Parquet file. */
+export interface TargetColumn {
+  name: string;
+  type: string;
+  nullable: boolean;
+  /** The file's column feeding it; undefined fills NULL. */
+  source?: string;
+}
+
+export interface ConvertedFile {
+  rows: number;
+  bytes: number;
+  stats: Record<string, { min: string | null; max: string | null; null_count: number }>;
+}
+
+/** A value that cannot be stored as its column's promised type. */
+export class ValueNotStorableError extends Error {
+  constructor(
+    readonly column: string,
+    readonly row: number | null,
+    readonly value: string | null,
+    readonly type: string,
+    detail: string,
+  ) {
+    super(detail);
+  }
+}
+
+/** The file does not have the shape its sample had (columns, encoding). */
+export class FileShapeError extends Error {}
+
+function csvOptions(options: ReadOptions): { sql: string; params: Record<string, unknown> } {
+  const parts: string[] = ['allow_quoted_nulls=false'];
+  const params: Record<string, unknown> = {};
+  if (options.delimiter !== undefined) {
+    parts.push('delim=$delim');
+    params.delim = options.delimiter;
+  }
+  if (options.quote !== undefined) {
+    parts.push('quote=$quote');
+    params.quote = options.quote;
+  }
+  if (options.escape !== undefined) {
+    parts.push('escape=$escape');
+    params.escape = options.escape;
+  }
+  if (options.null_string !== undefined) {
+    parts.push('nullstr=$nullstr');
+    params.nullstr = options.null_string;
+  }
+  parts.push(`header=${options.header === false ? 'false' : 'true'}`);
+  return { sql: parts.join(', '), params };
+}
+
+function reader(format: FileFormat, options: ReadOptions, columns?: Record<string, string>): { sql: string; params: Record<string, unknown> } {
+  const typed = columns ? `, columns={${Object.entries(columns).map(([n, t]) => `${quoteString(n)}: ${quoteString(t)}`).join(', ')}}` : '';
+  if (format === 'csv') {
+    const o = csvOptions(options);
+    return { sql: `read_csv($path, ${o.sql}${columns ? ', auto_detect=false' : ''}${typed})`, params: o.params };
+  }
+  if (format === 'jsonl') return { sql: `read_json($path, format='newline_delimited'${typed})`, params: {} };
+  return { sql: 'read_parquet($path)', params: {} };
+}
+
+function jsonSafe(value: unknown): unknown {
+  if (value === null || value === undefined) return null;
+  if (typeof value === 'bigint') return Number.isSafeInteger(Number(value)) ? Number(value) : value.toString();
+  if (typeof value === 'number' || typeof value === 'boolean' || typeof value === 'string') return value;
+  return String(value);
+}
+
+/**
+ * Lakeport's own use of DuckDB for ingestion: reading samples and converting uploaded files to
+ * Parquet. Only Lakeport's SQL runs here, on paths Lakeport chose; user values are bound.
+ */
+export class Ingestor {
+  private constructor(private readonly instance: DuckDBInstance) {}
+
+  static async create(options: { threads?: number; memoryLimit?: string; tempDirectory?: string } = {}): Promise<Ingestor> {
+    const config: Record<string, string> = {
+      threads: String(options.threads ?? 2),
+      memory_limit: options.memoryLimit ?? '1GB',
+      preserve_insertion_order: 'true',
+    };
+    if (options.tempDirectory) config.temp_directory = options.tempDirectory;
+    return new Ingestor(await DuckDBInstance.create(':memory:', config));
+  }
+
+  private async withConnection<T>(fn: (c: DuckDBConnection) => Promise<T>): Promise<T> {
+    const connection = await this.instance.connect();
+    try {
+      return await fn(connection);
+    } finally {
+      connection.closeSync();
+    }
+  }
+
+  /** The columns and a value per column of a sample (a text prefix, or a Parquet footer with `PAR1` put before it). */
+  async inspect(path: string, format: FileFormat, options: ReadOptions): Promise<SampleSchema> {
+    return this.withConnection(async (c) => {
+      const source = reader(format, options);
+      const params = { path, ...source.params };
+      const described = (await c.runAndReadAll(`DESCRIBE SELECT * FROM ${source.sql}`, params)).getRowObjectsJson() as { column_name: string; column_type: string }[];
+      const columns: SourceColumn[] = described.map((d) => ({
+        name: d.column_name,
+        sourceType: d.column_type,
+        type: isNestedType(d.column_type) ? undefined : normalizeType(d.column_type),
+      }));
+      const values: Record<string, unknown> = {};
+      if (format === 'parquet') {
+        // A footer holds no rows, but its statistics hold real values.
+        const stats = (await c.runAndReadAll('SELECT path_in_schema AS name, min(stats_min_value) AS v FROM parquet_metadata($path) GROUP BY 1', { path })).getRowObjectsJson() as { name: string; v: string | null }[];
+        for (const column of columns) values[column.name] = stats.find((s) => s.name === column.name)?.v ?? null;
+      } else if (columns.length > 0) {
+        const picks = columns.map((col) => `any_value(${quoteIdent(col.name)}::VARCHAR)`).join(', ');
+        const row = (await c.runAndReadAll(`SELECT ${picks} FROM ${source.sql}`, params)).getRows()[0] ?? [];
+        columns.forEach((col, i) => (values[col.name] = jsonSafe(row[i])));
+      }
+      // A text column whose sampled values are all dotted quads is an IPv4 column.
+      if (format !== 'parquet') {
+        for (const col of columns.filter((x) => x.type === 'VARCHAR')) {
+          const check = (await c.runAndReadAll(
+            `SELECT count(v) AS n, count(v) FILTER (WHERE regexp_full_match(v, $re)) AS ip FROM (SELECT ${quoteIdent(col.name)}::VARCHAR AS v FROM ${source.sql})`,
+            { ...params, re: IPV4_REGEX },
+          )).getRowObjectsJson()[0] as { n: string; ip: string };
+          if (Number(check.n) > 0 && check.n === check.ip) col.type = 'IPV4';
+        }
+      }
+      return { columns, values };
+    });
+  }
+
+  /**
+   * Converts one uploaded file to Parquet with the target columns' types. A value that does not fit
+   * its type throws ValueNotStorableError naming the column, the row (the 1-based line for CSV) and
+   * the value; nothing is left at `destination` then.
+   */
+  async convert(input: {
+    path: string;
+    format: FileFormat;
+    options: ReadOptions;
+    /** The file's columns as negotiated, in file order. */
+    fileColumns: SourceColumn[];
+    target: TargetColumn[];
+    destination: string;
+  }): Promise<ConvertedFile> {
+    return this.withConnection(async (c) => {
+      const loaded = new Map(input.target.filter((t) => t.source).map((t) => [t.source!, t]));
+      // Text formats parse straight into the target types, so DuckDB reports the failing line itself.
+      const parseAs = input.format === 'parquet' ? undefined : Object.fromEntries(input.fileColumns.map((col) => [col.name, physicalType(loaded.get(col.name)?.type ?? 'VARCHAR')]));
+      const source = reader(input.format, input.options, parseAs);
+      const params = { path: input.path, ...source.params };
+      const select = input.target
+        .map((t) => {
+          const physical = physicalType(t.type);
+          if (!t.source) return `NULL::${physical} AS ${quoteIdent(t.name)}`;
+          let expr = input.format === 'parquet' ? `CAST(${quoteIdent(t.source)} AS ${physical})` : quoteIdent(t.source);
+          if (t.type === 'IPV4') expr = `CASE WHEN ${expr} IS NULL OR regexp_full_match(${expr}, ${quoteString(IPV4_REGEX)}) THEN ${expr} ELSE error('lakeport:not-ipv4') END`;
+          if (!t.nullable) expr = `CASE WHEN ${expr} IS NULL THEN error('lakeport:null') ELSE ${expr} END`;
+          return `${expr} AS ${quoteIdent(t.name)}`;
+        })
+        .join(', ');
+      try {
+        const result = await c.runAndReadAll(
+          `COPY (SELECT ${select} FROM ${source.sql}) TO ${quoteString(input.destination)} (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 122880)`,
+          params,
+        );
+        const rows = Number((result.getRowObjectsJson()[0] as { Count: string }).Count);
+        return { rows, ...(await this.statistics(c, input.destination, input.target)) };
+      } catch (error) {
+        await fs.rm(input.destination, { force: true });
+        throw await this.explain(c, error as Error, input);
+      }
+    });
+  }
+
+  private async statistics(c: DuckDBConnection, file: string, target: TargetColumn[]) {
+    const size = (await c.runAndReadAll('SELECT file_size_bytes AS size FROM parquet_file_metadata($path)', { path: file })).getRowObjectsJson()[0] as { size: string } | undefined;
+    const rows = (await c.runAndReadAll(
+      'SELECT path_in_schema AS name, stats_min_value AS min, stats_max_value AS max, stats_null_count AS nulls FROM parquet_metadata($path)',
+      { path: file },
+    )).getRowObjectsJson() as { name: string; min: string | null; max: string | null; nulls: string | null }[];
+    const stats: ConvertedFile['stats'] = {};
+    for (const t of target) {
+      const groups = rows.filter((r) => r.name === t.name);
+      const pick = (values: (string | null)[], better: (a: string, b: string) => boolean) =>
+        values.reduce<string | null>((acc, v) => (v === null ? acc : acc === null || better(v, acc) ? v : acc), null);
+      const numeric = /INT|FLOAT|DOUBLE|DECIMAL/.test(t.type);
+      const less = (a: string, b: string) => (numeric ? Number(a) < Number(b) : a < b);
+      stats[t.name] = {
+        min: pick(groups.map((g) => g.min), less),
+        max: pick(groups.map((g) => g.max), (a, b) => less(b, a)),
+        null_count: groups.reduce((n, g) => n + Number(g.nulls ?? 0), 0),
+      };
+    }
+    return { bytes: Number(size?.size ?? 0), stats };
+  }
+
+  /** Turns a DuckDB failure into the column, row and value a person can act on. */
+  private async explain(c: DuckDBConnection, error: Error, input: Parameters<Ingestor['convert']>[0]): Promise<Error> {
+    const message = error.message ?? String(error);
+    const line = /CSV Error on Line: (\d+)/.exec(message) ?? /in line (\d+)/.exec(message);
+    const column = /converting column "([^"]+)"/.exec(message)?.[1];
+    const value = /Could not convert string "([^"]*)"/.exec(message)?.[1] ?? /value to [a-z]+: "([^"]*)"/.exec(message)?.[1];
+    if (/expected \d+ columns|found \d+ columns|column .* not found|Binder Error/i.test(message) && !line) {
+      return new FileShapeError(`The file does not have the columns of its sample: ${message.split('\n')[0]}`);
+    }
+    if (column && line) {
+      const t = input.target.find((x) => x.source === column);
+      return new ValueNotStorableError(t?.name ?? column, Number(line[1]), value ?? null, t?.type ?? 'unknown', message.split('\n')[0]);
+    }
+    // Otherwise find the first offending row ourselves: the record number, in file order.
+    for (const t of input.target.filter((x) => x.source)) {
+      const physical = physicalType(t.type);
+      const source = reader(input.format, input.options, input.format === 'parquet' ? undefined : Object.fromEntries(input.fileColumns.map((col) => [col.name, 'VARCHAR'])));
+      const v = `${quoteIdent(t.source!)}::VARCHAR`;
+      const bad = [
+        `(${v} IS NOT NULL AND TRY_CAST(${quoteIdent(t.source!)} AS ${physical}) IS NULL)`,
+        t.type === 'IPV4' ? `(${v} IS NOT NULL AND NOT regexp_full_match(${v}, ${quoteString(IPV4_REGEX)}))` : 'false',
+        t.nullable ? 'false' : `(${quoteIdent(t.source!)} IS NULL)`,
+      ].join(' OR ');
+      const found = (await c.runAndReadAll(
+        `SELECT rn, v FROM (SELECT row_number() OVER () AS rn, ${v} AS v, (${bad}) AS bad FROM ${source.sql}) WHERE bad ORDER BY rn LIMIT 1`,
+        { path: input.path, ...source.params },
+      )).getRowObjectsJson()[0] as { rn: string; v: string | null } | undefined;
+      if (found) {
+        const headerLines = input.format === 'csv' && input.options.header !== false ? 1 : 0;
+        const reason = found.v === null ? 'a NULL in a NOT NULL column' : `"${found.v}" is not a valid ${t.type}`;
+        return new ValueNotStorableError(t.name, Number(found.rn) + headerLines, found.v, t.type, reason);
+      }
+    }
+    if (line && value !== undefined) return new ValueNotStorableError(column ?? 'unknown', Number(line[1]), value, 'unknown', message.split('\n')[0]);
+    return new FileShapeError(`The file could not be read as ${input.format}: ${message.split('\n')[0]}`);
+  }
+
+  close(): void {
+    this.instance.closeSync();
+  }
+}

@@ -1,0 +1,208 @@
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { GetObjectCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { tempDir } from '../../../test/harness.ts';
+import { startS3Server, type TestS3Server } from '../../../test/s3-server.ts';
+import { BlobNotFoundError } from './blob-store.ts';
+import { createBlobStore } from './index.ts';
+import { S3BlobStore, type S3BlobStoreOptions } from './s3-store.ts';
+
+describe('S3BlobStore (s3rver on loopback)', () => {
+  let server: TestS3Server;
+  let raw: S3Client;
+  const stores: S3BlobStore[] = [];
+  const dirs: { remove(): void }[] = [];
+
+  beforeAll(async () => {
+    server = await startS3Server();
+    raw = new S3Client({
+      endpoint: server.endpoint,
+      region: server.region,
+      forcePathStyle: true,
+      credentials: { accessKeyId: server.accessKeyId, secretAccessKey: server.secretAccessKey },
+    });
+  });
+  afterAll(async () => {
+    for (const s of stores) s.close();
+    raw?.destroy();
+    await server?.stop();
+    for (const d of dirs) d.remove();
+  });
+
+  function open(options: Partial<S3BlobStoreOptions> = {}): S3BlobStore {
+    const cache = tempDir('lakeport-s3cache-');
+    dirs.push(cache);
+    const store = new S3BlobStore({
+      bucket: server.bucket,
+      prefix: `p-${crypto.randomBytes(4).toString('hex')}`,
+      endpoint: server.endpoint,
+      forcePathStyle: true,
+      credentials: { accessKeyId: server.accessKeyId, secretAccessKey: server.secretAccessKey },
+      cacheDir: cache.dir,
+      ...options,
+    });
+    stores.push(store);
+    return store;
+  }
+
+  /** Counts the GetObject requests the store sends. */
+  function countDownloads(store: S3BlobStore): () => number {
+    const send = vi.spyOn(store.client, 'send');
+    return () => send.mock.calls.filter(([command]) => command instanceof GetObjectCommand).length;
+  }
+
+  async function rawKeys(prefix?: string): Promise<string[]> {
+    const res = await raw.send(new ListObjectsV2Command({ Bucket: server.bucket, Prefix: prefix }));
+    return (res.Contents ?? []).map((o) => o.Key!).sort();
+  }
+
+  it('keeps keys under the configured prefix', async () => {
+    const store = open({ prefix: '/team-a/lakeport/' });
+    expect(store.location).toBe('s3://lakeport/team-a/lakeport');
+    await store.put('lake/ws/c/d/x.parquet', 'x');
+    await store.put('results/e1.parquet', 'r');
+    expect(await rawKeys('team-a/')).toEqual(['team-a/lakeport/lake/ws/c/d/x.parquet', 'team-a/lakeport/results/e1.parquet']);
+    const listed = [];
+    for await (const b of store.list('')) listed.push(b.key);
+    expect(listed.sort()).toEqual(['lake/ws/c/d/x.parquet', 'results/e1.parquet']);
+    // another prefix in the same bucket sees none of it
+    const other = open({ prefix: 'team-b' });
+    for await (const b of other.list('')) expect.fail(`unexpected ${b.key}`);
+    expect(await other.head('results/e1.parquet')).toBeUndefined();
+  });
+
+  it('works at the bucket root without a prefix', async () => {
+    const store = open({ prefix: '' });
+    expect(store.location).toBe('s3://lakeport');
+    await store.put('rootonly/a.txt', 'a');
+    expect(await rawKeys('rootonly/')).toEqual(['rootonly/a.txt']);
+    expect(await store.deletePrefix('rootonly/')).toBe(1);
+    expect(await rawKeys('rootonly/')).toEqual([]);
+  });
+
+  it('caches localPath: a second call does not download again', async () => {
+    const store = open();
+    const downloads = countDownloads(store);
+    await store.put('lake/ws/c/d/cached.parquet', 'cached bytes');
+    const first = await store.localPath('lake/ws/c/d/cached.parquet');
+    expect(downloads()).toBe(1);
+    expect(first.startsWith(store.cacheDir + path.sep)).toBe(true);
+    expect(path.basename(first)).toMatch(/^[0-9a-f]{64}-cached\.parquet$/);
+    const second = await store.localPath('lake/ws/c/d/cached.parquet');
+    expect(second).toBe(first);
+    expect(downloads()).toBe(1);
+    expect(fs.readFileSync(second, 'utf8')).toBe('cached bytes');
+    // the cache directory holds no leftovers of the download
+    expect(fs.readdirSync(path.join(store.cacheDir, '.tmp'))).toEqual([]);
+  });
+
+  it('shares one download among concurrent localPath calls', async () => {
+    const store = open();
+    await store.put('lake/ws/c/d/shared.parquet', crypto.randomBytes(256 * 1024));
+    const downloads = countDownloads(store);
+    const paths = await Promise.all(Array.from({ length: 8 }, () => store.localPath('lake/ws/c/d/shared.parquet')));
+    expect(new Set(paths).size).toBe(1);
+    expect(downloads()).toBe(1);
+  });
+
+  it('reuses copies a previous process left in the cache directory', async () => {
+    const first = open();
+    await first.put('lake/ws/c/d/persist.parquet', 'persisted');
+    const p = await first.localPath('lake/ws/c/d/persist.parquet');
+    const second = open({ prefix: first.prefix, cacheDir: first.cacheDir });
+    const downloads = countDownloads(second);
+    expect(await second.localPath('lake/ws/c/d/persist.parquet')).toBe(p);
+    expect(downloads()).toBe(0);
+    expect(second.cachedBytes).toBe('persisted'.length);
+  });
+
+  it('evicts least-recently-used copies above the size limit', async () => {
+    const store = open({ cacheMaxBytes: 2500, cacheGraceMs: 0 });
+    for (const k of ['a', 'b', 'c']) await store.put(`lake/ev/${k}.bin`, Buffer.alloc(1000, k));
+    const downloads = countDownloads(store);
+    const a = await store.localPath('lake/ev/a.bin');
+    const b = await store.localPath('lake/ev/b.bin');
+    expect(store.cachedBytes).toBe(2000);
+    const c = await store.localPath('lake/ev/c.bin');
+    // a was least recently used
+    expect(fs.existsSync(a)).toBe(false);
+    expect(fs.existsSync(b) && fs.existsSync(c)).toBe(true);
+    expect(store.cachedBytes).toBe(2000);
+
+    await store.localPath('lake/ev/b.bin'); // b is now the most recent: c goes next
+    expect(downloads()).toBe(3);
+    expect(await store.localPath('lake/ev/a.bin')).toBe(a);
+    expect(downloads()).toBe(4);
+    expect(fs.existsSync(c)).toBe(false);
+    expect(fs.existsSync(a) && fs.existsSync(b)).toBe(true);
+    expect(fs.readFileSync(a)).toEqual(Buffer.alloc(1000, 'a'));
+  });
+
+  it('spares recently used copies (the grace period) even above the limit', async () => {
+    const store = open({ cacheMaxBytes: 1500, cacheGraceMs: 60_000 });
+    for (const k of ['a', 'b']) await store.put(`lake/grace/${k}.bin`, Buffer.alloc(1000, k));
+    const a = await store.localPath('lake/grace/a.bin');
+    const b = await store.localPath('lake/grace/b.bin');
+    expect(fs.existsSync(a) && fs.existsSync(b)).toBe(true);
+    expect(store.cachedBytes).toBe(2000);
+  });
+
+  it('keeps a putFile temp file as the cached copy', async () => {
+    const store = open();
+    const temp = await store.tempPath('.parquet');
+    expect(temp.startsWith(path.join(store.cacheDir, '.tmp') + path.sep)).toBe(true);
+    fs.writeFileSync(temp, 'written by duckdb');
+    await store.putFile('results/e2.parquet', temp);
+    const downloads = countDownloads(store);
+    const p = await store.localPath('results/e2.parquet');
+    expect(downloads()).toBe(0);
+    expect(fs.readFileSync(p, 'utf8')).toBe('written by duckdb');
+    expect(await rawKeys(`${store.prefix}/results/`)).toEqual([`${store.prefix}/results/e2.parquet`]);
+  });
+
+  it('drops the cached copy when a blob is deleted', async () => {
+    const store = open();
+    await store.put('lake/gone/x.parquet', 'x');
+    await store.put('lake/gone/y.parquet', 'y');
+    const x = await store.localPath('lake/gone/x.parquet');
+    const y = await store.localPath('lake/gone/y.parquet');
+    await store.delete('lake/gone/x.parquet');
+    expect(fs.existsSync(x)).toBe(false);
+    expect(await store.deletePrefix('lake/gone/')).toBe(1);
+    expect(fs.existsSync(y)).toBe(false);
+    expect(store.cachedBytes).toBe(0);
+    await expect(store.localPath('lake/gone/x.parquet')).rejects.toBeInstanceOf(BlobNotFoundError);
+  });
+
+  it('deletes prefixes larger than one DeleteObjects batch', async () => {
+    const store = open();
+    for (let i = 0; i < 1005; i += 45) {
+      await Promise.all(Array.from({ length: Math.min(45, 1005 - i) }, (_, j) => store.put(`lake/_staging/many/${i + j}.bin`, '')));
+    }
+    expect(await store.deletePrefix('lake/_staging/many/')).toBe(1005);
+    expect(await rawKeys(`${store.prefix}/lake/_staging/many/`)).toEqual([]);
+  }, 120_000);
+
+  it('is what createBlobStore builds for s3:// URLs', async () => {
+    const data = tempDir('lakeport-data-');
+    dirs.push(data);
+    const store = await createBlobStore({
+      storageUrl: 's3://lakeport/from-config',
+      dataDir: data.dir,
+      s3Endpoint: server.endpoint,
+      s3Region: 'us-east-1',
+      s3AccessKeyId: server.accessKeyId,
+      s3SecretAccessKey: server.secretAccessKey,
+      s3CacheMaxBytes: 10_000,
+    });
+    expect(store).toBeInstanceOf(S3BlobStore);
+    stores.push(store as S3BlobStore);
+    expect(store.location).toBe('s3://lakeport/from-config');
+    await store.put('lake/ws/c/d/cfg.parquet', 'cfg');
+    expect(await rawKeys('from-config/')).toEqual(['from-config/lake/ws/c/d/cfg.parquet']);
+    const p = await store.localPath('lake/ws/c/d/cfg.parquet');
+    expect(p.startsWith(path.join(data.dir, 'cache', 's3') + path.sep)).toBe(true);
+  });
+});

@@ -1,0 +1,60 @@
+import type { Insertable, Selectable } from 'kysely';
+import type { Db, UploadContractsTable, UploadWritesTable } from '../../core/db/index.ts';
+
+export type ContractRow = Selectable<UploadContractsTable>;
+export type WriteRow = Selectable<UploadWritesTable>;
+
+export class UploadRepo {
+  constructor(private readonly db: Db) {}
+
+  get kysely() {
+    return this.db.kysely;
+  }
+
+  async insertContract(row: Insertable<UploadContractsTable>): Promise<ContractRow> {
+    return this.db.kysely.insertInto('upload_contracts').values(row).returningAll().executeTakeFirstOrThrow();
+  }
+
+  getContract(contractId: string): Promise<ContractRow | undefined> {
+    return this.db.kysely.selectFrom('upload_contracts').selectAll().where('contract_id', '=', contractId).executeTakeFirst();
+  }
+
+  async updateContract(contractId: string, patch: Partial<Insertable<UploadContractsTable>>): Promise<ContractRow> {
+    return this.db.kysely
+      .updateTable('upload_contracts')
+      .set({ ...patch, updated_at: new Date() })
+      .where('contract_id', '=', contractId)
+      .returningAll()
+      .executeTakeFirstOrThrow();
+  }
+
+  async deleteContract(contractId: string): Promise<void> {
+    await this.db.kysely.deleteFrom('upload_contracts').where('contract_id', '=', contractId).execute();
+  }
+
+  writes(contractId: string): Promise<WriteRow[]> {
+    return this.db.kysely.selectFrom('upload_writes').selectAll().where('contract_id', '=', contractId).orderBy('created_at').execute();
+  }
+
+  /** Records a write, replacing an earlier write of the same file; returns the replaced one's staged path. */
+  async putWrite(row: Insertable<UploadWritesTable>): Promise<string | undefined> {
+    return this.db.kysely.transaction().execute(async (trx) => {
+      const old = await trx
+        .deleteFrom('upload_writes')
+        .where('contract_id', '=', row.contract_id)
+        .where('file_name', '=', row.file_name)
+        .returning('path')
+        .executeTakeFirst();
+      await trx.insertInto('upload_writes').values(row).execute();
+      return old?.path;
+    });
+  }
+
+  async deleteWrites(contractId: string): Promise<void> {
+    await this.db.kysely.deleteFrom('upload_writes').where('contract_id', '=', contractId).execute();
+  }
+
+  expiredContracts(now: Date): Promise<ContractRow[]> {
+    return this.db.kysely.selectFrom('upload_contracts').selectAll().where('expires_at', '<', now).where('state', '!=', 'committed').limit(100).execute();
+  }
+}

@@ -1,0 +1,106 @@
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import fsp from 'node:fs/promises';
+import path from 'node:path';
+import { pipeline } from 'node:stream/promises';
+import type { Readable } from 'node:stream';
+import multipart from '@fastify/multipart';
+import type { FastifyRequest } from 'fastify';
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { AppError, RequestValidationError } from '../../core/errors/index.ts';
+import { principalOf, requireAuth, type TokenVerifier } from '../../core/http/index.ts';
+import * as S from './schemas.ts';
+import type { Sample, UploadService } from './service.ts';
+
+export interface UploadRouteDeps {
+  uploads: UploadService;
+  verifier: TokenVerifier;
+  scratchDir: string;
+}
+
+const RAW_TYPES = ['text/csv', 'text/plain', 'application/x-ndjson', 'application/jsonl', 'application/vnd.apache.parquet', 'application/octet-stream'];
+
+/** Reads the negotiation's multipart body: the `contract` JSON part and one sample file per part. */
+async function readNegotiation(request: FastifyRequest, scratch: string, sampleMaxBytes: number) {
+  let contract: unknown;
+  const samples: Sample[] = [];
+  if (!request.isMultipart()) throw RequestValidationError.at(['body'], 'send multipart/form-data with a contract part and one sample part per file', 'multipart_required');
+  for await (const part of request.parts()) {
+    if (part.type === 'field') {
+      if (part.fieldname !== 'contract') continue;
+      try {
+        contract = JSON.parse(String(part.value));
+      } catch {
+        throw RequestValidationError.at(['body', 'contract'], 'the contract part must be JSON', 'json_invalid');
+      }
+      continue;
+    }
+    const name = path.basename(part.filename || part.fieldname);
+    const file = path.join(scratch, `sample-${crypto.randomUUID()}`);
+    await pipeline(part.file, fs.createWriteStream(file));
+    if (part.file.truncated) throw new AppError(413, 'SAMPLE_TOO_LARGE', `The sample of ${name} is over ${sampleMaxBytes} bytes; send a prefix (CSV/JSONL) or the footer (Parquet)`);
+    samples.push({ name, path: file });
+  }
+  const parsed = S.ContractRequest.safeParse(contract);
+  if (!parsed.success) {
+    throw new RequestValidationError(
+      contract === undefined
+        ? [{ loc: ['body', 'contract'], msg: 'Field required', type: 'missing' }]
+        : parsed.error.issues.map((i) => ({ loc: ['body', 'contract', ...i.path.map((p) => (typeof p === 'number' ? p : String(p)))], msg: i.message, type: i.code })),
+    );
+  }
+  return { contract: parsed.data, samples };
+}
+
+export const uploadRoutes =
+  (deps: UploadRouteDeps): FastifyPluginAsyncZod =>
+  async (app) => {
+    const { uploads } = deps;
+    await app.register(multipart, { limits: { fileSize: uploads.sampleMaxBytes, files: 1000, fields: 20, fieldSize: 1024 * 1024 } });
+    // File bodies stream through untouched: the service writes them to disk as they arrive.
+    app.addContentTypeParser(RAW_TYPES, (_request, payload, done) => done(null, payload));
+    app.addHook('onRequest', requireAuth(deps.verifier, 'upload'));
+
+    app.post('/v2/contracts', { schema: { summary: 'Negotiate a contract from samples (multipart: contract + one sample per file)', consumes: ['multipart/form-data'] } }, async (request, reply) => {
+      const scratch = path.join(deps.scratchDir, `negotiation-${crypto.randomUUID()}`);
+      await fsp.mkdir(scratch, { recursive: true });
+      try {
+        const { contract, samples } = await readNegotiation(request, scratch, uploads.sampleMaxBytes);
+        return reply.status(201).send(await uploads.negotiate(principalOf(request), contract, samples));
+      } finally {
+        await fsp.rm(scratch, { recursive: true, force: true });
+      }
+    });
+
+    app.get('/v2/contracts/:contract_id', { schema: { summary: 'The contract: plan, issues, every write and running totals', params: S.ContractParams } }, async (request) =>
+      uploads.get(principalOf(request), request.params.contract_id),
+    );
+
+    app.patch('/v2/contracts/:contract_id', { schema: { summary: 'Retype or decline columns; re-plans the whole contract', params: S.ContractParams, body: S.PatchRequest } }, async (request) =>
+      uploads.replan(principalOf(request), request.params.contract_id, request.body.columns),
+    );
+
+    app.delete('/v2/contracts/:contract_id', { schema: { summary: 'Abandon the contract; its staged files are deleted', params: S.ContractParams } }, async (request, reply) => {
+      await uploads.abandon(principalOf(request), request.params.contract_id);
+      return reply.status(204).send();
+    });
+
+    app.put('/v2/contracts/:contract_id/accept', { schema: { summary: 'Accept a proposed contract by echoing its schema_fingerprint', params: S.ContractParams, body: S.AcceptRequest } }, async (request) =>
+      uploads.accept(principalOf(request), request.params.contract_id, request.body.schema_fingerprint),
+    );
+
+    app.post(
+      '/v2/contracts/:contract_id/data',
+      { schema: { summary: 'Stream one file; it is converted to Parquet with the contract types', params: S.ContractParams, headers: S.DataHeaders } },
+      async (request) => {
+        const body = (request.body as Readable | undefined) ?? request.raw;
+        return uploads.write(principalOf(request), request.params.contract_id, request.headers['x-file-name'], body);
+      },
+    );
+
+    app.post(
+      '/v2/contracts/:contract_id/commit',
+      { schema: { summary: 'Publish every write as one snapshot (Idempotency-Key makes retries safe)', params: S.ContractParams, headers: S.CommitHeaders, body: S.CommitRequest } },
+      async (request) => uploads.commit(principalOf(request), request.params.contract_id, request.headers['idempotency-key'], request.body?.message),
+    );
+  };

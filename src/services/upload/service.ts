@@ -1,0 +1,518 @@
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import fsp from 'node:fs/promises';
+import path from 'node:path';
+import { pipeline } from 'node:stream/promises';
+import { Transform, type Readable } from 'node:stream';
+import type { Authorizer, Principal } from '../../core/authz/index.ts';
+import { normalizeRef, type Catalog, type ColumnDef, type Dataset, type DatasetRef, type Executor } from '../../core/catalog/index.ts';
+import { newId } from '../../core/crypto/index.ts';
+import { FileShapeError, normalizeType, physicalType, ValueNotStorableError, type FileFormat, type Ingestor, type ReadOptions, type SourceColumn } from '../../core/engine/index.ts';
+import { AppError, RequestValidationError } from '../../core/errors/index.ts';
+import type { BlobStore } from '../../core/storage/index.ts';
+import { planContract, type Issue, type Overrides, type PlanEntry, type SampledFile, type TargetColumnDef } from './plan.ts';
+import type { ContractRow, UploadRepo, WriteRow } from './repo.ts';
+import type { ContractRequest } from './schemas.ts';
+
+export interface UploadLimits {
+  contractLifetimeMs: number;
+  sampleMaxBytes: number;
+  fileMaxBytes: number;
+}
+
+export const DEFAULT_LIMITS: UploadLimits = {
+  contractLifetimeMs: 24 * 60 * 60 * 1000,
+  sampleMaxBytes: 16 * 1024 * 1024,
+  fileMaxBytes: 50 * 1024 * 1024 * 1024,
+};
+
+export interface UploadDeps {
+  repo: UploadRepo;
+  catalog: Catalog;
+  authz: Authorizer;
+  ingestor: Ingestor;
+  blobs: BlobStore;
+  /** A local directory for uploads in flight. */
+  scratchDir: string;
+  limits?: Partial<UploadLimits>;
+}
+
+export interface Sample {
+  name: string;
+  /** A local file holding the sample's bytes. */
+  path: string;
+}
+
+const PARQUET_MAGIC = Buffer.from('PAR1');
+const STALE_CODES = new Set(['DEFINITION_CONFLICT', 'ALREADY_EXISTS']);
+
+export function formatOf(name: string, declared?: string): FileFormat {
+  if (declared === 'csv' || declared === 'jsonl' || declared === 'parquet') return declared;
+  const ext = path.extname(name).toLowerCase();
+  if (ext === '.parquet') return 'parquet';
+  if (ext === '.jsonl' || ext === '.ndjson' || ext === '.json') return 'jsonl';
+  return 'csv';
+}
+
+/** A dataset's column as the planner sees it (IPv4 is a labelled VARCHAR in the catalog). */
+function plannerColumn(c: ColumnDef): ColumnDef {
+  return { ...c, type: c.logical_type === 'ipv4' ? 'IPV4' : (normalizeType(c.type) ?? c.type) };
+}
+
+/** The catalog's column for a planned target column. */
+function catalogColumn(c: TargetColumnDef): ColumnDef {
+  const { source: _source, ...column } = c;
+  return c.type === 'IPV4' ? { ...column, type: physicalType(c.type), logical_type: 'ipv4' } : column;
+}
+
+function contractError(status: number, code: string, detail: string, extra: Record<string, unknown> = {}) {
+  return new AppError(status, code, detail, { extra });
+}
+
+export class UploadService {
+  private readonly limits: UploadLimits;
+
+  constructor(private readonly deps: UploadDeps) {
+    this.limits = { ...DEFAULT_LIMITS, ...deps.limits };
+  }
+
+  get sampleMaxBytes() {
+    return this.limits.sampleMaxBytes;
+  }
+
+  // ── negotiation ────────────────────────────────────────────────────────────
+
+  async negotiate(caller: Principal, request: ContractRequest, samples: Sample[]) {
+    const ref = this.destination(request.destination);
+    await this.deps.authz.require(caller, 'writer', { workspace: ref.workspace, collection: ref.collection, dataset: ref.dataset });
+    if (!(await this.deps.catalog.findNamespace(ref.workspace))) throw AppError.notFound(`Workspace '${ref.workspace}' does not exist`, 'WORKSPACE_NOT_FOUND');
+    if (samples.length === 0) throw RequestValidationError.at(['body', 'sample'], 'send one sample part per file (a prefix for CSV/JSONL, the footer for Parquet)');
+    const names = new Set<string>();
+    for (const s of samples) {
+      if (names.has(s.name)) throw RequestValidationError.at(['body', 'sample'], `two samples are named '${s.name}'; file names must be unique`);
+      names.add(s.name);
+    }
+
+    const dataset = await this.deps.catalog.findDataset(ref);
+    const mode = this.resolveMode(request.schema.mode, dataset, request);
+    const options = this.readOptions(request);
+    const files = await Promise.all(samples.map((s) => this.inspectSample(s, options, request.format?.type)));
+    const values = this.sampleValues(files.map((f) => f.values));
+    const sampled: SampledFile[] = files.map((f) => ({ name: f.name, format: f.format, columns: f.columns }));
+    const declared = mode === 'declared' ? request.schema.columns!.map((c) => this.declaredColumn(c)) : null;
+    const planned = this.plan(mode, sampled, declared, dataset, {});
+    const row = await this.deps.repo.insertContract({
+      contract_id: newId('ctr'),
+      owner: caller.identity,
+      workspace: ref.workspace,
+      collection: ref.collection,
+      dataset: ref.dataset,
+      dataset_id: dataset?.dataset_id ?? null,
+      definition_version: dataset?.definition_version ?? null,
+      requested_mode: request.schema.mode,
+      mode,
+      state: mode === 'infer' ? 'proposed' : 'accepted',
+      format: JSON.stringify(options),
+      files: JSON.stringify(sampled),
+      declared: declared ? JSON.stringify(declared) : null,
+      overrides: JSON.stringify({}),
+      plan: JSON.stringify(planned.plan),
+      issues: JSON.stringify(planned.issues),
+      sample_values: JSON.stringify(values),
+      target: JSON.stringify(planned.target),
+      schema_fingerprint: planned.fingerprint,
+      expires_at: new Date(Date.now() + this.limits.contractLifetimeMs),
+    });
+    return this.view(row, []);
+  }
+
+  private destination(text: string): DatasetRef {
+    const parts = text.split('.');
+    if (parts.length !== 3) throw RequestValidationError.at(['body', 'contract', 'destination'], "destination must be 'workspace.collection.dataset'");
+    try {
+      return normalizeRef({ workspace: parts[0], collection: parts[1], dataset: parts[2] });
+    } catch (error) {
+      if (error instanceof AppError) throw RequestValidationError.at(['body', 'contract', 'destination'], error.message);
+      throw error;
+    }
+  }
+
+  private resolveMode(requested: string, dataset: Dataset | undefined, request: ContractRequest): 'declared' | 'infer' | 'dataset' {
+    const declares = dataset !== undefined && dataset.kind === 'table' && dataset.columns.length > 0;
+    if (dataset && dataset.kind !== 'table') {
+      throw contractError(409, 'MODE_NOT_APPLICABLE', `${dataset.workspace}.${dataset.collection}.${dataset.name} is a ${dataset.kind}; uploads go to tables`);
+    }
+    switch (requested) {
+      case 'auto':
+        return declares ? 'dataset' : 'infer';
+      case 'infer':
+        if (declares) throw contractError(409, 'MODE_NOT_APPLICABLE', 'The dataset already declares its columns, so there is nothing to infer; use mode dataset (or auto)');
+        return 'infer';
+      case 'dataset':
+        if (!declares) throw contractError(409, 'MODE_NOT_APPLICABLE', 'The dataset does not exist, so it has no columns to use; use mode infer or declared (or auto)');
+        return 'dataset';
+      default:
+        if (!request.schema.columns?.length) throw RequestValidationError.at(['body', 'contract', 'schema', 'columns'], 'declared mode needs the columns');
+        return 'declared';
+    }
+  }
+
+  private readOptions(request: ContractRequest): ReadOptions {
+    const f = request.format ?? {};
+    return { delimiter: f.delimiter, header: f.header, quote: f.quote, escape: f.escape, null_string: f.null_string };
+  }
+
+  private declaredColumn(c: { name: string; type: string; nullable?: boolean }): ColumnDef {
+    const type = normalizeType(c.type);
+    if (!type) throw RequestValidationError.at(['body', 'contract', 'schema', 'columns'], `unsupported type '${c.type}' for column '${c.name}'`);
+    return { name: c.name, type, nullable: c.nullable ?? true };
+  }
+
+  private async inspectSample(sample: Sample, options: ReadOptions, declaredFormat?: string) {
+    const format = formatOf(sample.name, declaredFormat);
+    let file = sample.path;
+    if (format === 'parquet') {
+      // A footer sample: DuckDB reads its metadata once the leading magic is put before it.
+      const footer = await fsp.readFile(sample.path);
+      if (footer.length < 12 || !footer.subarray(-4).equals(PARQUET_MAGIC)) {
+        throw contractError(400, 'SAMPLE_UNREADABLE', `The sample of ${sample.name} is not a Parquet footer (it must end with PAR1)`, { file: sample.name });
+      }
+      file = `${sample.path}.parquet`;
+      await fsp.writeFile(file, Buffer.concat([PARQUET_MAGIC, footer]));
+    }
+    try {
+      const schema = await this.deps.ingestor.inspect(file, format, options);
+      return { name: sample.name, format, columns: schema.columns, values: schema.values };
+    } catch (error) {
+      throw contractError(400, 'SAMPLE_UNREADABLE', `The sample of ${sample.name} cannot be read as ${format}: ${(error as Error).message.split('\n')[0]}`, { file: sample.name });
+    }
+  }
+
+  private sampleValues(perFile: Record<string, unknown>[]): Record<string, unknown> {
+    const values: Record<string, unknown> = {};
+    for (const v of perFile) for (const [k, x] of Object.entries(v)) if (values[k] === undefined || values[k] === null) values[k] = x;
+    return values;
+  }
+
+  private plan(mode: string, files: SampledFile[], declared: ColumnDef[] | null, dataset: Dataset | undefined, overrides: Overrides) {
+    const definition = mode === 'infer' ? undefined : mode === 'dataset' ? dataset!.columns.map(plannerColumn) : declared!;
+    const planned = planContract(files, definition, overrides);
+    if (mode === 'declared' && dataset && dataset.columns.length > 0) {
+      const same = JSON.stringify(dataset.columns.map(plannerColumn).map((c) => [c.name, c.type])) === JSON.stringify(declared!.map((c) => [c.name, c.type]));
+      if (!same) planned.issues.push({ severity: 'blocking', code: 'DECLARED_DIFFERS', column: null, file: null, message: 'The declared columns differ from the columns the dataset declares; use mode dataset, or change the dataset first' });
+    }
+    return planned;
+  }
+
+  // ── reading and changing a contract ────────────────────────────────────────
+
+  /** The caller's own contract; anyone else's is 404, like an unknown one. */
+  private async own(caller: Principal, contractId: string): Promise<ContractRow> {
+    const row = await this.deps.repo.getContract(contractId);
+    if (!row || row.owner !== caller.identity) throw contractError(404, 'CONTRACT_NOT_FOUND', `No contract ${contractId}`);
+    return row;
+  }
+
+  async get(caller: Principal, contractId: string) {
+    const row = await this.own(caller, contractId);
+    return this.view(row, await this.deps.repo.writes(contractId));
+  }
+
+  private assertOpen(row: ContractRow) {
+    if (row.state === 'committed') throw contractError(409, 'CONTRACT_COMMITTED', `Contract ${row.contract_id} is committed (snapshot ${row.snapshot_id}); negotiate a new one`);
+    if (row.expires_at.getTime() <= Date.now()) throw contractError(410, 'CONTRACT_EXPIRED', `Contract ${row.contract_id} expired at ${row.expires_at.toISOString()}; negotiate a new one`);
+  }
+
+  /** PATCH: retype or decline columns, then re-plan the whole contract. */
+  async replan(caller: Principal, contractId: string, columns: Overrides) {
+    const row = await this.own(caller, contractId);
+    this.assertOpen(row);
+    if (row.mode === 'dataset' && Object.values(columns).some((c) => c.type !== undefined)) {
+      throw contractError(409, 'CANNOT_RETYPE', 'In dataset mode the dataset declares the types; only declining columns ({"ignore": true}) is possible');
+    }
+    for (const [name, c] of Object.entries(columns)) {
+      if (c.type !== undefined && !normalizeType(c.type)) throw RequestValidationError.at(['body', 'columns', name, 'type'], `unsupported type '${c.type}'`);
+    }
+    const overrides: Overrides = { ...row.overrides };
+    for (const [name, c] of Object.entries(columns)) overrides[name] = { ...overrides[name], ...c, ...(c.type ? { type: normalizeType(c.type) } : {}) };
+    const dataset = row.dataset_id ? await this.deps.catalog.findDataset(row.dataset_id) : undefined;
+    const planned = this.plan(row.mode, row.files as SampledFile[], row.declared as ColumnDef[] | null, dataset, overrides);
+    const changed = planned.fingerprint !== row.schema_fingerprint;
+    if (changed) await this.discardWrites(row);
+    const updated = await this.deps.repo.updateContract(contractId, {
+      overrides: JSON.stringify(overrides),
+      plan: JSON.stringify(planned.plan),
+      issues: JSON.stringify(planned.issues),
+      target: JSON.stringify(planned.target),
+      schema_fingerprint: planned.fingerprint,
+      state: changed && row.mode === 'infer' ? 'proposed' : row.state,
+    });
+    return this.view(updated, await this.deps.repo.writes(contractId));
+  }
+
+  async accept(caller: Principal, contractId: string, fingerprint: string) {
+    const row = await this.own(caller, contractId);
+    this.assertOpen(row);
+    if (fingerprint !== row.schema_fingerprint) {
+      throw contractError(409, 'FINGERPRINT_MISMATCH', `The schema changed since it was shown: the current fingerprint is ${row.schema_fingerprint}; review the plan and accept that one`, { schema_fingerprint: row.schema_fingerprint });
+    }
+    const updated = row.state === 'proposed' ? await this.deps.repo.updateContract(contractId, { state: 'accepted' }) : row;
+    return this.view(updated, await this.deps.repo.writes(contractId));
+  }
+
+  /** DELETE: the contract is gone and its staged files with it (committed files belong to the dataset). */
+  async abandon(caller: Principal, contractId: string): Promise<void> {
+    const row = await this.own(caller, contractId);
+    if (row.state !== 'committed') await this.discardWrites(row);
+    await this.deps.repo.deleteContract(contractId);
+  }
+
+  private async discardWrites(row: ContractRow) {
+    await this.deps.repo.deleteWrites(row.contract_id);
+    await this.deps.blobs.deletePrefix(`lake/_staging/${row.contract_id}/`);
+  }
+
+  /** Deletes contracts past their lifetime and their staged files. */
+  async sweepExpired(now = new Date()): Promise<number> {
+    const expired = await this.deps.repo.expiredContracts(now);
+    for (const row of expired) {
+      await this.discardWrites(row);
+      await this.deps.repo.deleteContract(row.contract_id);
+    }
+    return expired.length;
+  }
+
+  // ── writes ─────────────────────────────────────────────────────────────────
+
+  /** Every check a write or commit must pass, the catalog's current definition included. */
+  private async assertWritable(caller: Principal, row: ContractRow) {
+    this.assertOpen(row);
+    if (row.state === 'proposed') throw contractError(409, 'CONTRACT_NOT_ACCEPTED', `Contract ${row.contract_id} is proposed: review the plan, then PUT accept with schema_fingerprint ${row.schema_fingerprint}`);
+    await this.deps.authz.require(caller, 'writer', { workspace: row.workspace, collection: row.collection, dataset: row.dataset });
+    const blocking = (row.issues as Issue[]).filter((i) => i.severity === 'blocking');
+    if (blocking.length > 0) throw contractError(409, 'CONTRACT_BLOCKED', `Contract ${row.contract_id} has blocking issues: ${blocking.map((i) => i.code).join(', ')}`, { issues: blocking });
+    if (row.state === 'stale' || (await this.isStale(row))) {
+      if (row.state !== 'stale') await this.deps.repo.updateContract(row.contract_id, { state: 'stale' });
+      throw contractError(409, 'CONTRACT_STALE', `The definition of ${row.workspace}.${row.collection}.${row.dataset} changed since this contract was agreed; negotiate a new one`);
+    }
+  }
+
+  private async isStale(row: ContractRow): Promise<boolean> {
+    const dataset = await this.deps.catalog.findDataset({ workspace: row.workspace, collection: row.collection, dataset: row.dataset });
+    if (!dataset) return row.dataset_id !== null;
+    return dataset.dataset_id !== row.dataset_id || dataset.definition_version !== row.definition_version;
+  }
+
+  async write(caller: Principal, contractId: string, fileName: string | undefined, body: Readable) {
+    const row = await this.own(caller, contractId);
+    await this.assertWritable(caller, row);
+    const files = row.files as SampledFile[];
+    const name = fileName ?? (files.length === 1 ? files[0].name : undefined);
+    const file = files.find((f) => f.name === name);
+    if (!file) {
+      throw contractError(409, 'FILE_NOT_NEGOTIATED', name ? `File '${name}' was not sampled at negotiation; negotiate it too` : `Name the file with the x-file-name header (one of ${files.map((f) => f.name).join(', ')})`);
+    }
+    await fsp.mkdir(this.deps.scratchDir, { recursive: true });
+    const incoming = path.join(this.deps.scratchDir, `${crypto.randomUUID()}.${file.format}`);
+    const parquet = await this.deps.blobs.tempPath('.parquet');
+    try {
+      const sourceBytes = await this.receive(body, incoming);
+      const target = row.target as TargetColumnDef[];
+      let converted;
+      try {
+        converted = await this.deps.ingestor.convert({
+          path: incoming,
+          format: file.format as FileFormat,
+          options: row.format as ReadOptions,
+          fileColumns: file.columns as SourceColumn[],
+          target: target.map((t) => ({ name: t.name, type: t.type, nullable: t.nullable, source: t.source && file.columns.some((c) => c.name === t.source) ? t.source : undefined })),
+          destination: parquet,
+        });
+      } catch (error) {
+        if (error instanceof ValueNotStorableError) {
+          throw contractError(409, 'VALUE_NOT_STORABLE', `${file.name}: value ${JSON.stringify(error.value)} in column "${error.column}", row ${error.row}, cannot be stored as ${error.type} (${error.message})`, {
+            file: file.name,
+            column: error.column,
+            row: error.row,
+            value: error.value,
+            type: error.type,
+          });
+        }
+        if (error instanceof FileShapeError) throw contractError(409, 'FILE_DIFFERS_FROM_SAMPLE', `${file.name}: ${error.message}`, { file: file.name });
+        throw error;
+      }
+      const key = `lake/_staging/${row.contract_id}/${crypto.randomUUID()}.parquet`;
+      await this.deps.blobs.putFile(key, parquet);
+      const replaced = await this.deps.repo.putWrite({
+        write_id: newId('wr'),
+        contract_id: row.contract_id,
+        file_name: file.name,
+        format: file.format,
+        path: key,
+        rows: converted.rows,
+        bytes: converted.bytes,
+        source_bytes: sourceBytes,
+        column_stats: JSON.stringify(converted.stats),
+      });
+      if (replaced) await this.deps.blobs.delete(replaced);
+      const writes = await this.deps.repo.writes(row.contract_id);
+      return {
+        contract_id: row.contract_id,
+        written: [{ file: file.name, format: file.format, rows: converted.rows, bytes: converted.bytes, source_bytes: sourceBytes, columns: target.map((t) => ({ name: t.name, type: t.type })) }],
+        totals: this.totals(writes),
+      };
+    } finally {
+      await fsp.rm(incoming, { force: true });
+      await fsp.rm(parquet, { force: true });
+    }
+  }
+
+  /** Streams the request body to a local file, refusing more than the file-size limit. */
+  private async receive(body: Readable, destination: string): Promise<number> {
+    let bytes = 0;
+    const limit = this.limits.fileMaxBytes;
+    const counter = new Transform({
+      transform(chunk: Buffer, _enc, done) {
+        bytes += chunk.length;
+        if (bytes > limit) done(contractError(413, 'FILE_TOO_LARGE', `Files are limited to ${limit} bytes`));
+        else done(null, chunk);
+      },
+    });
+    await pipeline(body, counter, fs.createWriteStream(destination));
+    return bytes;
+  }
+
+  // ── commit ─────────────────────────────────────────────────────────────────
+
+  async commit(caller: Principal, contractId: string, idempotencyKey: string | undefined, message: string | undefined) {
+    const row = await this.own(caller, contractId);
+    if (row.state === 'committed' && !idempotencyKey) this.assertOpen(row);
+    if (idempotencyKey) {
+      const replay = await this.claimKey(caller.identity, idempotencyKey, contractId);
+      if (replay) return replay;
+    }
+    try {
+      await this.assertWritable(caller, row);
+      const writes = await this.deps.repo.writes(contractId);
+      if (writes.length === 0) throw contractError(409, 'NOTHING_TO_COMMIT', `Contract ${contractId} has no writes yet`);
+      const target = row.target as TargetColumnDef[];
+      const rowsWritten = writes.reduce((n, w) => n + Number(w.rows), 0);
+      let response: Record<string, unknown> = {};
+      try {
+        await this.deps.catalog.commitWith(
+          {
+            dataset: row.dataset_id ?? undefined,
+            expectedDefinitionVersion: row.definition_version ?? undefined,
+            operation: row.dataset_id ? 'append' : 'create',
+            rebaseAppends: true,
+            author: caller.identity,
+            message: message ?? null,
+            addFiles: writes.map((w) => ({ path: w.path, row_count: Number(w.rows), size_bytes: Number(w.bytes), column_stats: w.column_stats as never })),
+          },
+          {
+            create: row.dataset_id ? undefined : { ref: { workspace: row.workspace, collection: row.collection, dataset: row.dataset }, definition: { columns: target.map(catalogColumn) } },
+            within: async (trx, snapshot) => {
+              response = {
+                contract_id: contractId,
+                state: 'committed',
+                dataset: `${row.workspace}.${row.collection}.${row.dataset}`,
+                snapshot: {
+                  snapshot_id: snapshot.snapshot_id,
+                  parent_snapshot_id: snapshot.parent_snapshot_id,
+                  committed_at: snapshot.committed_at.toISOString(),
+                  operation: snapshot.operation,
+                  total_records: Number(snapshot.total_records),
+                },
+                rows_written: rowsWritten,
+              };
+              await this.markCommitted(trx, contractId, snapshot.snapshot_id, rowsWritten, idempotencyKey ? { owner: caller.identity, key: idempotencyKey, response } : undefined);
+            },
+          },
+        );
+      } catch (error) {
+        if (error instanceof AppError && STALE_CODES.has(String(error.code))) {
+          await this.deps.repo.updateContract(contractId, { state: 'stale' });
+          throw contractError(409, 'CONTRACT_STALE', `The definition of ${row.workspace}.${row.collection}.${row.dataset} changed since this contract was agreed; negotiate a new one`);
+        }
+        throw error;
+      }
+      return response;
+    } catch (error) {
+      if (idempotencyKey) await this.releaseKey(caller.identity, idempotencyKey);
+      throw error;
+    }
+  }
+
+  private async markCommitted(trx: Executor, contractId: string, snapshotId: number, rows: number, key?: { owner: string; key: string; response: Record<string, unknown> }) {
+    await trx.updateTable('upload_contracts').set({ state: 'committed', snapshot_id: snapshotId, rows_written: rows, updated_at: new Date() }).where('contract_id', '=', contractId).execute();
+    if (key) {
+      await trx.updateTable('upload_commits').set({ state: 'done', response: JSON.stringify(key.response) }).where('owner', '=', key.owner).where('idempotency_key', '=', key.key).execute();
+    }
+  }
+
+  /**
+   * Idempotency (IETF draft): the key's first use runs the commit; a finished key answers its
+   * original response; a key still running, or used for another contract, is a 409.
+   */
+  private async claimKey(owner: string, key: string, contractId: string): Promise<Record<string, unknown> | undefined> {
+    const { repoDb } = this;
+    const inserted = await repoDb
+      .insertInto('upload_commits')
+      .values({ owner, idempotency_key: key, contract_id: contractId, state: 'running' })
+      .onConflict((oc) => oc.columns(['owner', 'idempotency_key']).doNothing())
+      .returning('state')
+      .executeTakeFirst();
+    if (inserted) return undefined;
+    const existing = await repoDb.selectFrom('upload_commits').selectAll().where('owner', '=', owner).where('idempotency_key', '=', key).executeTakeFirstOrThrow();
+    if (existing.contract_id !== contractId) throw contractError(409, 'IDEMPOTENCY_KEY_REUSED', `Idempotency-Key '${key}' was used for contract ${existing.contract_id}; use a new key`);
+    if (existing.state === 'done') return existing.response ?? undefined;
+    // A run that died long ago left its key behind; its transaction never committed, so run again.
+    if (Date.now() - existing.started_at.getTime() > 5 * 60_000) {
+      await repoDb.updateTable('upload_commits').set({ started_at: new Date() }).where('owner', '=', owner).where('idempotency_key', '=', key).execute();
+      return undefined;
+    }
+    throw contractError(409, 'COMMIT_IN_PROGRESS', `A commit with Idempotency-Key '${key}' is still running; retry shortly`);
+  }
+
+  private async releaseKey(owner: string, key: string) {
+    await this.repoDb.deleteFrom('upload_commits').where('owner', '=', owner).where('idempotency_key', '=', key).where('state', '=', 'running').execute();
+  }
+
+  private get repoDb() {
+    return this.deps.repo.kysely;
+  }
+
+  // ── views ──────────────────────────────────────────────────────────────────
+
+  private totals(writes: WriteRow[]) {
+    return {
+      files: writes.length,
+      rows: writes.reduce((n, w) => n + Number(w.rows), 0),
+      bytes: writes.reduce((n, w) => n + Number(w.bytes), 0),
+      source_bytes: writes.reduce((n, w) => n + Number(w.source_bytes), 0),
+    };
+  }
+
+  view(row: ContractRow, writes: WriteRow[]) {
+    return {
+      contract_id: row.contract_id,
+      state: row.state,
+      mode: row.mode,
+      requested_mode: row.requested_mode,
+      destination: `${row.workspace}.${row.collection}.${row.dataset}`,
+      dataset_exists: row.dataset_id !== null,
+      plan: row.plan as PlanEntry[],
+      issues: row.issues as Issue[],
+      values: row.sample_values,
+      schema_fingerprint: row.schema_fingerprint,
+      expires_at: row.expires_at.toISOString(),
+      created_at: row.created_at.toISOString(),
+      created_by: row.owner,
+      files: (row.files as SampledFile[]).map((f) => ({ name: f.name, format: f.format })),
+      written: writes.map((w) => ({ file: w.file_name, format: w.format, rows: Number(w.rows), bytes: Number(w.bytes), source_bytes: Number(w.source_bytes), written_at: w.created_at.toISOString() })),
+      totals: this.totals(writes),
+      snapshot: row.snapshot_id === null ? null : { snapshot_id: row.snapshot_id },
+      rows_written: row.rows_written === null ? null : Number(row.rows_written),
+    };
+  }
+}
