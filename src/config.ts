@@ -32,7 +32,7 @@ const EnvSchema = z.object({
   AWS_ACCESS_KEY_ID: optionalString,
   AWS_SECRET_ACCESS_KEY: optionalString,
   AWS_SESSION_TOKEN: optionalString,
-  LAKEPORT_S3_CACHE_MAX_BYTES: optionalString.pipe(z.coerce.number().int().min(1).optional()),
+  LAKEPORT_S3_CACHE_MAX_BYTES: optionalString.pipe(z.coerce.number<string | undefined>().int().min(1).optional()),
   LAKEPORT_ADMIN_TOKEN: optionalString.pipe(z.string().min(16, 'must be at least 16 characters').optional()),
   LAKEPORT_MASTER_KEY: optionalString,
   LAKEPORT_ACCESS_TOKEN_TTL_SECONDS: z.coerce.number().int().min(60).max(86_400).default(900),

@@ -26,9 +26,9 @@ describe('lakeport CLI', () => {
     data.remove();
   });
 
-  const lakeport = (...args: string[]) => run('node', [BIN, ...args], { env, timeout: 60_000 });
+  const lakeport = (...args: string[]) => run('node', [BIN, ...args], { env, timeout: 110_000 });
 
-  it('migrate applies the schema, then finds nothing to do', async () => {
+  it('migrate applies the schema, then finds nothing to do', { timeout: 120_000 }, async () => {
     const first = await lakeport('migrate');
     expect(first.stdout).toMatch(/applied migrations 1/);
     const second = await lakeport('migrate');

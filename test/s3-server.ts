@@ -1,10 +1,12 @@
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import S3rver from 's3rver';
 
 /** A real S3-compatible server on loopback, for tests. */
 export interface TestS3Server {
-  /** `http://127.0.0.1:<port>` — pass as `S3_ENDPOINT` / the store's `endpoint` (path-style). */
+  /** `http://127.0.0.1:<port>`: pass as `S3_ENDPOINT` / the store's `endpoint` (path-style). */
   endpoint: string;
   /** An existing, empty bucket. */
   bucket: string;
@@ -15,36 +17,31 @@ export interface TestS3Server {
   stop(): Promise<void>;
 }
 
-interface S3rverInstance {
-  run(): Promise<{ address: string; port: number }>;
-  close(): Promise<void>;
-  store: { deleteObject(bucket: string, key: string): Promise<void> };
-}
-type S3rverConstructor = new (options: Record<string, unknown>) => S3rverInstance;
-
 /**
- * Starts `s3rver` (an S3 API server over a temp directory) on 127.0.0.1 and a free port, with one
- * bucket `lakeport`. `stop()` closes it and removes the directory.
+ * Starts s3rver (a real S3 REST API over a temp directory, in this process) on 127.0.0.1 and a free
+ * port, with one empty bucket (`lakeport` unless told). `stop()` closes it and removes the directory.
+ *
+ * For a store on it: `new S3BlobStore({ bucket, endpoint, forcePathStyle: true, credentials:
+ * { accessKeyId, secretAccessKey }, cacheDir })`, or `createBlobStore({ storageUrl: 's3://lakeport/x',
+ * s3Endpoint: endpoint, s3AccessKeyId: accessKeyId, s3SecretAccessKey: secretAccessKey, dataDir })`.
  */
 export async function startS3Server(options: { bucket?: string } = {}): Promise<TestS3Server> {
   const bucket = options.bucket ?? 'lakeport';
+  allowS3rverContinuationTokens();
   const directory = fs.mkdtempSync(path.join(os.tmpdir(), 'lakeport-s3-'));
-  // s3rver ships no types; the module name through a variable keeps TypeScript from resolving it.
-  const moduleName = 's3rver';
-  const { default: S3rver } = (await import(moduleName)) as { default: S3rverConstructor };
-  const server = new S3rver({ port: 0, address: '127.0.0.1', directory, silent: true, configureBuckets: [{ name: bucket }] });
+  const server = new S3rver({ port: 0, address: '127.0.0.1', directory, silent: true, configureBuckets: [{ name: bucket, configs: [] }] });
   serializeDeletes(server);
-  let address: { address: string; port: number };
+  let port: number;
   try {
-    address = await server.run();
+    ({ port } = await server.run());
   } catch (err) {
     fs.rmSync(directory, { recursive: true, force: true });
     throw err;
   }
   return {
-    endpoint: `http://127.0.0.1:${address.port}`,
+    endpoint: `http://127.0.0.1:${port}`,
     bucket,
-    accessKeyId: 'S3RVER',
+    accessKeyId: 'S3RVER', // s3rver's built-in account
     secretAccessKey: 'S3RVER',
     region: 'us-east-1',
     async stop() {
@@ -54,14 +51,37 @@ export async function startS3Server(options: { bucket?: string } = {}): Promise<
   };
 }
 
+// ---- fixes to the fake server (s3rver 3.7.1, unmaintained since 2021), not to the code under test ----
+
+let tokensPatched = false;
 /**
- * s3rver 3.7 deletes an object's files and then removes directories it left empty; two deletes in
- * one directory at once (DeleteObjects runs its keys in parallel) race on that cleanup and answer 500.
- * Running the fake server's deletes one at a time, and tolerating a directory already gone, fixes
- * the fake, not the code under test.
+ * s3rver encrypts ListObjectsV2 continuation tokens with single DES, which OpenSSL 3 (Node ≥ 17)
+ * refuses, so every listing of more than one page answers 500. It only needs a reversible cipher
+ * of its own, so in test processes 'des' is served by 3DES (DES-EDE3-CBC, in OpenSSL's default
+ * provider) with the 8-byte key repeated. Nothing in Lakeport uses DES.
  */
-function serializeDeletes(server: S3rverInstance): void {
-  const store = server.store;
+function allowS3rverContinuationTokens(): void {
+  if (tokensPatched) return;
+  tokensPatched = true;
+  const c = crypto as unknown as Record<'createCipheriv' | 'createDecipheriv', (...args: unknown[]) => unknown>;
+  for (const name of ['createCipheriv', 'createDecipheriv'] as const) {
+    const original = c[name];
+    c[name] = function (algorithm: unknown, key: unknown, iv: unknown, ...rest: unknown[]) {
+      if (algorithm === 'des' && Buffer.isBuffer(key) && key.length === 8) {
+        return original.call(crypto, 'des-ede3-cbc', Buffer.concat([key, key, key]), iv, ...rest);
+      }
+      return original.call(crypto, algorithm, key, iv, ...rest);
+    };
+  }
+}
+
+/**
+ * s3rver deletes an object's files and then removes directories it left empty; two deletes in one
+ * directory at once (DeleteObjects runs its keys in parallel) race on that cleanup and answer 500.
+ * Here the fake server's deletes run one at a time, and a directory already gone is no error.
+ */
+function serializeDeletes(server: S3rver): void {
+  const store = (server as unknown as { store: { deleteObject(bucket: string, key: string): Promise<void> } }).store;
   const original = store.deleteObject.bind(store);
   let chain: Promise<unknown> = Promise.resolve();
   store.deleteObject = (bucket, key) => {

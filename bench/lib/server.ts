@@ -11,6 +11,8 @@ export interface BenchServer {
   /** Base URL the server listens on, e.g. `http://127.0.0.1:41234`. */
   url: string;
   adminToken: string;
+  /** The server process's peak resident memory so far (Linux VmHWM), in bytes. */
+  peakRssBytes(): Promise<number | undefined>;
   /** Stops the server (SIGTERM, SIGKILL after 5 s) and removes its data directory. Idempotent. */
   stop(): Promise<void>;
 }
@@ -87,7 +89,12 @@ export async function startServer(options: StartOptions = {}): Promise<BenchServ
         }
       });
     });
-    return { url, adminToken, stop };
+    const peakRssBytes = async () => {
+      const status = await fs.readFile(`/proc/${child.pid}/status`, 'utf8').catch(() => '');
+      const kb = /VmHWM:\s+(\d+) kB/.exec(status)?.[1];
+      return kb === undefined ? undefined : Number(kb) * 1024;
+    };
+    return { url, adminToken, peakRssBytes, stop };
   } catch (error) {
     await stop();
     const output = early.length ? `\n--- server stdout ---\n${early.join('\n')}` : '';

@@ -11,6 +11,7 @@ import {
   FILE_FORMATS,
   LakeportApiError,
   LakeportClient,
+  LakeportNetworkError,
   type Contract,
   type DeclaredColumn,
   type FileFormat,
@@ -239,11 +240,17 @@ async function runUpload(options: Options, io: UploadIO): Promise<void> {
     }
 
     commitStarted = true;
-    const committed = await client.commit(contract.contract_id, randomUUID(), {
-      message: options.message,
-      retries: 3,
-      backoffMs: io.retryBackoffMs ?? 500,
-    });
+    const idempotencyKey = randomUUID();
+    const committed = await client
+      .commit(contract.contract_id, idempotencyKey, { message: options.message, retries: 3, backoffMs: io.retryBackoffMs ?? 500 })
+      .catch((error: unknown) => {
+        if (error instanceof LakeportNetworkError) {
+          throw new Failure(
+            `${error.message}; the commit of contract ${contract.contract_id} may or may not have happened (idempotency key ${idempotencyKey}); check the dataset's snapshots before uploading again`,
+          );
+        }
+        throw error;
+      });
     const dataset = typeof committed.dataset === 'string' && committed.dataset ? committed.dataset : contract.destination;
     io.stdout.write(`snapshot ${committed.snapshot.snapshot_id}: ${committed.rows_written} rows written to ${dataset}\n`);
   } finally {

@@ -106,7 +106,7 @@ class FakeUploadServer {
 
     if (url.pathname === '/upload/v2/contracts' && req.method === 'POST') {
       // A real multipart parser: the WHATWG Request's formData() (undici, built into Node).
-      const parsed = await new Request('http://fake/', { method: 'POST', headers: { 'content-type': req.headers['content-type'] ?? '' }, body: await readAll(req) }).formData();
+      const parsed = await new Request('http://fake/', { method: 'POST', headers: { 'content-type': req.headers['content-type'] ?? '' }, body: new Uint8Array(await readAll(req)) }).formData();
       const samples: Sample[] = [];
       let contract: any;
       for (const [name, value] of parsed) {

@@ -192,7 +192,7 @@ export class Ingestor {
         .join(', ');
       try {
         const result = await c.runAndReadAll(
-          `COPY (SELECT ${select} FROM ${source.sql}) TO ${quoteString(input.destination)} (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 122880)`,
+          `COPY (SELECT ${select} FROM ${source.sql}) TO ${quoteString(input.destination)} (FORMAT parquet, COMPRESSION snappy, ROW_GROUP_SIZE 122880)`,
           params,
         );
         const rows = Number((result.getRowObjectsJson()[0] as { Count: string }).Count);

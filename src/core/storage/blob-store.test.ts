@@ -1,14 +1,20 @@
 import crypto from 'node:crypto';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { buffer } from 'node:stream/consumers';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { tempDir } from '../../../test/harness.ts';
 import { startS3Server, type TestS3Server } from '../../../test/s3-server.ts';
 import { BlobNotFoundError, compareKeys, InvalidBlobKeyError, type BlobInfo, type BlobStore } from './blob-store.ts';
 import { LocalBlobStore } from './local-store.ts';
 import { S3BlobStore } from './s3-store.ts';
+
+/** A fresh temp directory (not test/harness.ts: these tests need none of the app). */
+function tempDir(prefix: string): { dir: string; remove(): void } {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+  return { dir, remove: () => fs.rmSync(dir, { recursive: true, force: true }) };
+}
 
 interface Fixture {
   store: BlobStore;

@@ -1,11 +1,17 @@
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { tempDir } from '../../../test/harness.ts';
 import { loadConfig } from '../../config.ts';
 import { InvalidBlobKeyError, parseStorageUrl } from './blob-store.ts';
 import { createBlobStore, LocalBlobStore } from './index.ts';
+
+/** A fresh temp directory (not test/harness.ts: these tests need none of the app). */
+function tempDir(prefix: string): { dir: string; remove(): void } {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+  return { dir, remove: () => fs.rmSync(dir, { recursive: true, force: true }) };
+}
 
 describe('LocalBlobStore', () => {
   let dir: { dir: string; remove(): void };
@@ -43,6 +49,19 @@ describe('LocalBlobStore', () => {
     await store.put('a/b.txt', 'x');
     await store.put('a/c.txt', Buffer.from('y'));
     expect(fs.readdirSync(path.join(dir.dir, '.tmp'))).toEqual([]);
+  });
+
+  it('clears temp files a crash left behind more than a day ago', async () => {
+    fs.mkdirSync(path.join(dir.dir, '.tmp'));
+    const old = path.join(dir.dir, '.tmp', 'old.part');
+    const recent = path.join(dir.dir, '.tmp', 'recent.part');
+    fs.writeFileSync(old, 'x');
+    fs.writeFileSync(recent, 'y');
+    const twoDaysAgo = new Date(Date.now() - 2 * 86_400_000);
+    fs.utimesSync(old, twoDaysAgo, twoDaysAgo);
+    await new LocalBlobStore(dir.dir).tempPath('.parquet');
+    expect(fs.existsSync(old)).toBe(false);
+    expect(fs.existsSync(recent)).toBe(true);
   });
 
   it('refuses keys inside its temp directory', async () => {

@@ -20,6 +20,8 @@ import {
 
 /** The directory under the root that holds files being written; never listed, never a key. */
 const TMP_DIR = '.tmp';
+/** Temp files older than this are leftovers of a crash (no write takes a day). */
+const STALE_TEMP_MS = 24 * 3600_000;
 
 function errno(err: unknown): string | undefined {
   return (err as NodeJS.ErrnoException | undefined)?.code;
@@ -34,6 +36,7 @@ export class LocalBlobStore implements BlobStore {
   readonly root: string;
   readonly location: string;
   private readonly tmpDir: string;
+  private tmpReady: Promise<void> | undefined;
 
   constructor(root: string) {
     this.root = path.resolve(root);
@@ -48,8 +51,21 @@ export class LocalBlobStore implements BlobStore {
   }
 
   private async freshTemp(suffix: string): Promise<string> {
-    await fsp.mkdir(this.tmpDir, { recursive: true });
+    this.tmpReady ??= this.prepareTmp();
+    await this.tmpReady;
+    await fsp.mkdir(this.tmpDir, { recursive: true }); // cheap, and survives someone removing it
     return path.join(this.tmpDir, `${crypto.randomUUID()}${suffix}`);
+  }
+
+  /** Creates `<root>/.tmp` and, once per store, removes what a crash left there more than a day ago. */
+  private async prepareTmp(): Promise<void> {
+    await fsp.mkdir(this.tmpDir, { recursive: true });
+    const now = Date.now();
+    for (const name of await fsp.readdir(this.tmpDir)) {
+      const file = path.join(this.tmpDir, name);
+      const st = await fsp.stat(file).catch(() => undefined);
+      if (st && now - st.mtimeMs > STALE_TEMP_MS) await fsp.rm(file, { recursive: true, force: true });
+    }
   }
 
   /** Renames a finished temp file to its key's path, creating directories (again, if a concurrent delete pruned them). */

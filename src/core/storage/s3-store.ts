@@ -51,6 +51,10 @@ export interface S3BlobStoreOptions {
   cacheMaxBytes?: number;
   /** Never evict a cached copy used within this many milliseconds (default 60 s). */
   cacheGraceMs?: number;
+  /** Keys per ListObjectsV2 page (default and S3's maximum: 1000); smaller in tests to exercise paging. */
+  listPageSize?: number;
+  /** Keys per DeleteObjects request (default and S3's maximum: 1000). */
+  deleteBatchSize?: number;
 }
 
 interface CacheEntry {
@@ -126,6 +130,8 @@ export class S3BlobStore implements BlobStore {
   private readonly cacheTmp: string;
   private readonly cacheMaxBytes: number;
   private readonly cacheGraceMs: number;
+  private readonly listPageSize: number;
+  private readonly deleteBatchSize: number;
   /** Cached copies by file path, least recently used first (Map keeps insertion order). */
   private readonly cache = new Map<string, CacheEntry>();
   private cacheBytes = 0;
@@ -153,6 +159,8 @@ export class S3BlobStore implements BlobStore {
     this.cacheTmp = path.join(this.cacheDir, '.tmp');
     this.cacheMaxBytes = options.cacheMaxBytes ?? DEFAULT_S3_CACHE_MAX_BYTES;
     this.cacheGraceMs = options.cacheGraceMs ?? DEFAULT_S3_CACHE_GRACE_MS;
+    this.listPageSize = Math.min(Math.max(1, options.listPageSize ?? 1000), 1000);
+    this.deleteBatchSize = Math.min(Math.max(1, options.deleteBatchSize ?? 1000), 1000);
   }
 
   /** The object key of a blob key. */
@@ -250,7 +258,8 @@ export class S3BlobStore implements BlobStore {
   async *list(prefix: string): AsyncIterable<BlobInfo> {
     validateBlobPrefix(prefix);
     const Prefix = this.prefix ? `${this.prefix}/${prefix}` : prefix;
-    for await (const page of paginateListObjectsV2({ client: this.client }, { Bucket: this.bucket, Prefix: Prefix || undefined })) {
+    const pages = paginateListObjectsV2({ client: this.client, pageSize: this.listPageSize }, { Bucket: this.bucket, Prefix: Prefix || undefined });
+    for await (const page of pages) {
       for (const o of page.Contents ?? []) {
         if (!o.Key || o.Key.endsWith('/')) continue; // "folder" markers made by consoles
         yield { key: this.blobKey(o.Key), size: o.Size ?? 0, lastModified: o.LastModified ?? new Date(0) };
@@ -288,7 +297,7 @@ export class S3BlobStore implements BlobStore {
     };
     for await (const blob of this.list(prefix)) {
       batch.push(blob.key);
-      if (batch.length === 1000) await flush();
+      if (batch.length >= this.deleteBatchSize) await flush();
     }
     await flush();
     return deleted;
@@ -302,9 +311,12 @@ export class S3BlobStore implements BlobStore {
 
   // ---- read-through cache -------------------------------------------------------------------
 
-  /** `<cacheDir>/<sha256 of key>-<basename>`: unique per key, and the extension stays for DuckDB. */
+  /**
+   * `<cacheDir>/<sha256 of s3://bucket/prefix/key>-<basename>`: unique per blob even when stores on
+   * other buckets or prefixes share the directory; the extension stays for DuckDB.
+   */
   cacheFile(key: string): string {
-    const hash = crypto.createHash('sha256').update(key).digest('hex');
+    const hash = crypto.createHash('sha256').update(`${this.location}/${key}`).digest('hex');
     const base = key.slice(key.lastIndexOf('/') + 1).slice(-100);
     return path.join(this.cacheDir, `${hash}-${base}`);
   }

@@ -7,9 +7,6 @@ export type WriteRow = Selectable<UploadWritesTable>;
 export class UploadRepo {
   constructor(private readonly db: Db) {}
 
-  get kysely() {
-    return this.db.kysely;
-  }
 
   async insertContract(row: Insertable<UploadContractsTable>): Promise<ContractRow> {
     return this.db.kysely.insertInto('upload_contracts').values(row).returningAll().executeTakeFirstOrThrow();
@@ -52,6 +49,30 @@ export class UploadRepo {
 
   async deleteWrites(contractId: string): Promise<void> {
     await this.db.kysely.deleteFrom('upload_writes').where('contract_id', '=', contractId).execute();
+  }
+
+  /** Takes an idempotency key for a commit; false when the key is already there. */
+  async insertCommitKey(owner: string, key: string, contractId: string): Promise<boolean> {
+    const inserted = await this.db.kysely
+      .insertInto('upload_commits')
+      .values({ owner, idempotency_key: key, contract_id: contractId, state: 'running' })
+      .onConflict((oc) => oc.columns(['owner', 'idempotency_key']).doNothing())
+      .returning('state')
+      .executeTakeFirst();
+    return inserted !== undefined;
+  }
+
+  getCommitKey(owner: string, key: string) {
+    return this.db.kysely.selectFrom('upload_commits').selectAll().where('owner', '=', owner).where('idempotency_key', '=', key).executeTakeFirstOrThrow();
+  }
+
+  async restartCommitKey(owner: string, key: string): Promise<void> {
+    await this.db.kysely.updateTable('upload_commits').set({ started_at: new Date() }).where('owner', '=', owner).where('idempotency_key', '=', key).execute();
+  }
+
+  /** Frees a key whose commit failed, so the same request may be retried. */
+  async releaseCommitKey(owner: string, key: string): Promise<void> {
+    await this.db.kysely.deleteFrom('upload_commits').where('owner', '=', owner).where('idempotency_key', '=', key).where('state', '=', 'running').execute();
   }
 
   expiredContracts(now: Date): Promise<ContractRow[]> {

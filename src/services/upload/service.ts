@@ -195,7 +195,11 @@ export class UploadService {
   }
 
   private plan(mode: string, files: SampledFile[], declared: ColumnDef[] | null, dataset: Dataset | undefined, overrides: Overrides) {
-    const definition = mode === 'infer' ? undefined : mode === 'dataset' ? dataset!.columns.map(plannerColumn) : declared!;
+    const retyped = (c: ColumnDef) => {
+      const type = Object.entries(overrides).find(([name]) => name.toLowerCase() === c.name.toLowerCase())?.[1].type;
+      return type ? { ...c, type } : c;
+    };
+    const definition = mode === 'infer' ? undefined : mode === 'dataset' ? dataset!.columns.map(plannerColumn) : declared!.map(retyped);
     const planned = planContract(files, definition, overrides);
     if (mode === 'declared' && dataset && dataset.columns.length > 0) {
       const same = JSON.stringify(dataset.columns.map(plannerColumn).map((c) => [c.name, c.type])) === JSON.stringify(declared!.map((c) => [c.name, c.type]));
@@ -230,7 +234,9 @@ export class UploadService {
     if (row.mode === 'dataset' && Object.values(columns).some((c) => c.type !== undefined)) {
       throw contractError(409, 'CANNOT_RETYPE', 'In dataset mode the dataset declares the types; only declining columns ({"ignore": true}) is possible');
     }
+    const known = new Set([...(row.files as SampledFile[]).flatMap((f) => f.columns.map((c) => c.name)), ...((row.declared as ColumnDef[] | null) ?? []).map((c) => c.name)].map((n) => n.toLowerCase()));
     for (const [name, c] of Object.entries(columns)) {
+      if (!known.has(name.toLowerCase())) throw RequestValidationError.at(['body', 'columns', name], `this contract has no column '${name}'`);
       if (c.type !== undefined && !normalizeType(c.type)) throw RequestValidationError.at(['body', 'columns', name, 'type'], `unsupported type '${c.type}'`);
     }
     const overrides: Overrides = { ...row.overrides };
@@ -438,7 +444,7 @@ export class UploadService {
       }
       return response;
     } catch (error) {
-      if (idempotencyKey) await this.releaseKey(caller.identity, idempotencyKey);
+      if (idempotencyKey) await this.deps.repo.releaseCommitKey(caller.identity, idempotencyKey);
       throw error;
     }
   }
@@ -455,32 +461,19 @@ export class UploadService {
    * original response; a key still running, or used for another contract, is a 409.
    */
   private async claimKey(owner: string, key: string, contractId: string): Promise<Record<string, unknown> | undefined> {
-    const { repoDb } = this;
-    const inserted = await repoDb
-      .insertInto('upload_commits')
-      .values({ owner, idempotency_key: key, contract_id: contractId, state: 'running' })
-      .onConflict((oc) => oc.columns(['owner', 'idempotency_key']).doNothing())
-      .returning('state')
-      .executeTakeFirst();
-    if (inserted) return undefined;
-    const existing = await repoDb.selectFrom('upload_commits').selectAll().where('owner', '=', owner).where('idempotency_key', '=', key).executeTakeFirstOrThrow();
+    const { repo } = this.deps;
+    if (await repo.insertCommitKey(owner, key, contractId)) return undefined;
+    const existing = await repo.getCommitKey(owner, key);
     if (existing.contract_id !== contractId) throw contractError(409, 'IDEMPOTENCY_KEY_REUSED', `Idempotency-Key '${key}' was used for contract ${existing.contract_id}; use a new key`);
     if (existing.state === 'done') return existing.response ?? undefined;
     // A run that died long ago left its key behind; its transaction never committed, so run again.
     if (Date.now() - existing.started_at.getTime() > 5 * 60_000) {
-      await repoDb.updateTable('upload_commits').set({ started_at: new Date() }).where('owner', '=', owner).where('idempotency_key', '=', key).execute();
+      await repo.restartCommitKey(owner, key);
       return undefined;
     }
     throw contractError(409, 'COMMIT_IN_PROGRESS', `A commit with Idempotency-Key '${key}' is still running; retry shortly`);
   }
 
-  private async releaseKey(owner: string, key: string) {
-    await this.repoDb.deleteFrom('upload_commits').where('owner', '=', owner).where('idempotency_key', '=', key).where('state', '=', 'running').execute();
-  }
-
-  private get repoDb() {
-    return this.deps.repo.kysely;
-  }
 
   // ── views ──────────────────────────────────────────────────────────────────
 
