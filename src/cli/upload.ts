@@ -262,7 +262,9 @@ async function runUpload(options: Options, io: UploadIO): Promise<void> {
 function describeRefusedValue(error: LakeportApiError, fileName: string, contract: Contract): string {
   const column = error.column ?? '?';
   const type = contract.plan.find((p) => p.column === error.column)?.target_type ?? 'its column type';
-  const detail = typeof error.detail === 'string' ? error.detail : error.message;
+  const body = (error.body ?? {}) as { reason?: unknown };
+  const reason = typeof body.reason === 'string' ? body.reason : undefined;
+  const detail = reason ?? (typeof error.detail === 'string' ? error.detail : error.message);
   return `${error.file ?? fileName}: value ${formatValue(error.value)} in column ${column}, row ${error.row ?? '?'} cannot be stored as ${type}: ${detail}`;
 }
 

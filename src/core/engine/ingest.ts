@@ -1,6 +1,7 @@
 import fs from 'node:fs/promises';
 import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
 import { IPV4_REGEX, isNestedType, normalizeType, physicalType } from './types.ts';
+import { csvRecordLine } from './csv-lines.ts';
 import { quoteIdent, quoteString } from './sql.ts';
 
 export type FileFormat = 'csv' | 'jsonl' | 'parquet';
@@ -47,7 +48,7 @@ export interface ConvertedFile {
 export class ValueNotStorableError extends Error {
   constructor(
     readonly column: string,
-    readonly row: number | null,
+    public row: number | null,
     readonly value: string | null,
     readonly type: string,
     detail: string,
@@ -176,8 +177,9 @@ export class Ingestor {
   }): Promise<ConvertedFile> {
     return this.withConnection(async (c) => {
       const loaded = new Map(input.target.filter((t) => t.source).map((t) => [t.source!, t]));
+      const fileColumns = input.format === 'csv' ? await this.csvHeader(c, input) : input.fileColumns;
       // Text formats parse straight into the target types, so DuckDB reports the failing line itself.
-      const parseAs = input.format === 'parquet' ? undefined : Object.fromEntries(input.fileColumns.map((col) => [col.name, physicalType(loaded.get(col.name)?.type ?? 'VARCHAR')]));
+      const parseAs = input.format === 'parquet' ? undefined : Object.fromEntries(fileColumns.map((col) => [col.name, physicalType(loaded.get(col.name)?.type ?? 'VARCHAR')]));
       const source = reader(input.format, input.options, parseAs);
       const params = { path: input.path, ...source.params };
       const select = input.target
@@ -199,9 +201,37 @@ export class Ingestor {
         return { rows, ...(await this.statistics(c, input.destination, input.target)) };
       } catch (error) {
         await fs.rm(input.destination, { force: true });
-        throw await this.explain(c, error as Error, input);
+        const explained = await this.explain(c, error as Error, { ...input, fileColumns }).catch(
+          (e: unknown) => new FileShapeError(`The file could not be read as ${input.format}: ${(e as Error).message.split('\n')[0]}`),
+        );
+        if (explained instanceof ValueNotStorableError && input.format === 'csv' && explained.row !== null) {
+          explained.row = await csvRecordLine(input.path, explained.row, input.options.quote);
+        }
+        throw explained;
       }
     });
+  }
+
+  /**
+   * The file's own header, in its order. Columns are matched to the sample by name, so a file whose
+   * columns come in another order still lands right; a file with other columns is refused.
+   */
+  private async csvHeader(c: DuckDBConnection, input: { path: string; options: ReadOptions; fileColumns: SourceColumn[] }): Promise<SourceColumn[]> {
+    if (input.options.header === false) return input.fileColumns;
+    const o = csvOptions(input.options);
+    let names: string[];
+    try {
+      const described = await c.runAndReadAll(`DESCRIBE SELECT * FROM read_csv($path, ${o.sql}, all_varchar=true, sample_size=1)`, { path: input.path, ...o.params });
+      names = (described.getRowObjectsJson() as { column_name: string }[]).map((r) => r.column_name);
+    } catch (error) {
+      throw new FileShapeError(`The file could not be read as csv: ${(error as Error).message.split('\n')[0]}`);
+    }
+    const sampled = new Map(input.fileColumns.map((col) => [col.name, col]));
+    const same = names.length === input.fileColumns.length && names.every((n) => sampled.has(n));
+    if (!same) {
+      throw new FileShapeError(`its header has columns (${names.join(', ')}) but its sample had (${input.fileColumns.map((col) => col.name).join(', ')})`);
+    }
+    return names.map((n) => sampled.get(n)!);
   }
 
   private async statistics(c: DuckDBConnection, file: string, target: TargetColumn[]) {
@@ -232,12 +262,12 @@ export class Ingestor {
     const line = /CSV Error on Line: (\d+)/.exec(message) ?? /in line (\d+)/.exec(message);
     const column = /converting column "([^"]+)"/.exec(message)?.[1];
     const value = /Could not convert string "([^"]*)"/.exec(message)?.[1] ?? /value to [a-z]+: "([^"]*)"/.exec(message)?.[1];
-    if (/expected \d+ columns|found \d+ columns|column .* not found|Binder Error/i.test(message) && !line) {
-      return new FileShapeError(`The file does not have the columns of its sample: ${message.split('\n')[0]}`);
+    if (/Expected Number of Columns|expected \d+ columns|found \d+ columns|column .* not found|Binder Error|Malformed JSON|Invalid Input Error: (?!JSON transform|lakeport:)/i.test(message) && !column) {
+      return new FileShapeError(`The file does not have the shape of its sample: ${message.split('\n')[0]}`);
     }
     if (column && line) {
       const t = input.target.find((x) => x.source === column);
-      return new ValueNotStorableError(t?.name ?? column, Number(line[1]), value ?? null, t?.type ?? 'unknown', message.split('\n')[0]);
+      return new ValueNotStorableError(t?.name ?? column, Number(line[1]), value ?? null, t?.type ?? 'unknown', `"${value ?? ''}" is not a valid ${t?.type ?? 'value'}`);
     }
     // Otherwise find the first offending row ourselves: the record number, in file order.
     for (const t of input.target.filter((x) => x.source)) {
@@ -261,6 +291,24 @@ export class Ingestor {
     }
     if (line && value !== undefined) return new ValueNotStorableError(column ?? 'unknown', Number(line[1]), value, 'unknown', message.split('\n')[0]);
     return new FileShapeError(`The file could not be read as ${input.format}: ${message.split('\n')[0]}`);
+  }
+
+  /** A page of a result file: rows as JSON-safe arrays (big numbers, decimals and times as strings). */
+  async readPage(path: string, offset: number, limit: number): Promise<{ columns: { name: string; type: string }[]; rows: unknown[][] }> {
+    return this.withConnection(async (c) => {
+      const reader = await c.runAndReadAll('SELECT * FROM read_parquet($path) LIMIT $limit OFFSET $offset', { path, limit, offset });
+      const names = reader.columnNames();
+      const types = reader.columnTypes().map((t) => t.toString());
+      return { columns: names.map((name, i) => ({ name, type: types[i] })), rows: reader.getRowsJson() as unknown[][] };
+    });
+  }
+
+  /** Writes a slice of a result file to `destination` as CSV (with header), newline-delimited JSON or Parquet. */
+  async exportSlice(path: string, format: 'csv' | 'json' | 'parquet', offset: number, limit: number, destination: string): Promise<void> {
+    const options = { csv: 'FORMAT csv, HEADER true', json: 'FORMAT json', parquet: 'FORMAT parquet' }[format];
+    await this.withConnection((c) =>
+      c.run(`COPY (SELECT * FROM read_parquet($path) LIMIT $limit OFFSET $offset) TO ${quoteString(destination)} (${options})`, { path, limit, offset }),
+    );
   }
 
   close(): void {

@@ -18,8 +18,6 @@ export interface UploadRouteDeps {
   scratchDir: string;
 }
 
-const RAW_TYPES = ['text/csv', 'text/plain', 'application/x-ndjson', 'application/jsonl', 'application/vnd.apache.parquet', 'application/octet-stream'];
-
 /** Reads the negotiation's multipart body: the `contract` JSON part and one sample file per part. */
 async function readNegotiation(request: FastifyRequest, scratch: string, sampleMaxBytes: number) {
   let contract: unknown;
@@ -56,9 +54,12 @@ export const uploadRoutes =
   (deps: UploadRouteDeps): FastifyPluginAsyncZod =>
   async (app) => {
     const { uploads } = deps;
+    // JSON for the small bodies, multipart for negotiation; any other body (a file, whatever its
+    // content-type, or none) streams through untouched and the service writes it to disk as it arrives.
+    app.removeAllContentTypeParsers();
+    app.addContentTypeParser('application/json', { parseAs: 'string' }, app.getDefaultJsonParser('error', 'ignore'));
     await app.register(multipart, { limits: { fileSize: uploads.sampleMaxBytes, files: 1000, fields: 20, fieldSize: 1024 * 1024 } });
-    // File bodies stream through untouched: the service writes them to disk as they arrive.
-    app.addContentTypeParser(RAW_TYPES, (_request, payload, done) => done(null, payload));
+    app.addContentTypeParser('*', (_request, payload, done) => done(null, payload));
     app.addHook('onRequest', requireAuth(deps.verifier, 'upload'));
 
     app.post('/v2/contracts', { schema: { summary: 'Negotiate a contract from samples (multipart: contract + one sample per file)', consumes: ['multipart/form-data'] } }, async (request, reply) => {

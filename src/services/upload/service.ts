@@ -342,6 +342,7 @@ export class UploadService {
             row: error.row,
             value: error.value,
             type: error.type,
+            reason: error.message,
           });
         }
         if (error instanceof FileShapeError) throw contractError(409, 'FILE_DIFFERS_FROM_SAMPLE', `${file.name}: ${error.message}`, { file: file.name });

@@ -412,11 +412,28 @@ describe('files', () => {
     expect(res.json().written[0]).toMatchObject({ file: 'only.csv', rows: 3 });
   });
 
-  it('a file whose columns differ from its sample is refused, never loaded into the wrong columns', async () => {
+  it('a file with more columns than its sample is 409 FILE_DIFFERS_FROM_SAMPLE', async () => {
     const c = await contractOf(alice, declaredPeople('shape'), [{ name: 'p.csv', content: people(1, 2) }]);
     const extra = await write(alice, c.contract_id, 'p.csv', 'id,name,email\n1,a,a@x\n');
     expect(extra.statusCode, extra.body).toBe(409);
     expect(extra.json().code).toBe('FILE_DIFFERS_FROM_SAMPLE');
+    expect(await staged(c.contract_id)).toEqual([]);
+  });
+
+  it('a file with fewer columns than its sample is 409 FILE_DIFFERS_FROM_SAMPLE', async () => {
+    const c = await contractOf(alice, declaredPeople('shape_fewer'), [{ name: 'p.csv', content: people(1, 2) }]);
+    const fewer = await write(alice, c.contract_id, 'p.csv', 'id\n1\n2\n');
+    expect(fewer.statusCode, fewer.body).toBe(409);
+    expect(fewer.json().code).toBe('FILE_DIFFERS_FROM_SAMPLE');
+    expect(await staged(c.contract_id)).toEqual([]);
+  });
+
+  it('a JSONL file that is not valid JSON is a 409 naming the file, not a server error', async () => {
+    const c = await contractOf(alice, { destination: 'sales.c.badjsonl', schema: { mode: 'infer' } }, [{ name: 'x.jsonl', content: '{"id":1,"name":"a"}\n' }]);
+    const res = await write(alice, c.contract_id, 'x.jsonl', '{"id":1,"name":"a"}\n{"id":2,\n', 'application/x-ndjson');
+    expect(res.statusCode, res.body).toBe(409);
+    expect(['FILE_DIFFERS_FROM_SAMPLE', 'VALUE_NOT_STORABLE']).toContain(res.json().code);
+    expect(res.json().file).toBe('x.jsonl');
     expect(await staged(c.contract_id)).toEqual([]);
   });
 

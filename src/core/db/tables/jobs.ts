@@ -1,0 +1,47 @@
+import type { ColumnType } from 'kysely';
+import type { DefaultTimestamp, Json, NullableJson, Timestamp } from './types.ts';
+
+export type JobStatus = 'queued' | 'running' | 'succeeded' | 'failed' | 'cancelled';
+
+export interface JobError {
+  code: string;
+  message: string;
+  /** 0-based offset into sql_text, with its 1-based line and column, when the error has a place. */
+  position?: number;
+  line?: number;
+  column?: number;
+}
+
+export interface JobsTable {
+  execution_id: string;
+  owner: string;
+  sql_text: string;
+  parameters: Json<Record<string, string | number | boolean | null>>;
+  client_info: NullableJson<Record<string, unknown>>;
+  status: JobStatus;
+  error: NullableJson<JobError>;
+  result_key: string | null;
+  row_count: number | null;
+  columns: NullableJson<{ name: string; type: string }[]>;
+  attempts: ColumnType<number, number | undefined, number>;
+  worker_id: string | null;
+  heartbeat_at: Timestamp | null;
+  cancel_requested: ColumnType<boolean, boolean | undefined, boolean>;
+  timeout_ms: number;
+  created_at: DefaultTimestamp;
+  started_at: Timestamp | null;
+  finished_at: Timestamp | null;
+}
+
+export interface VariablesTable {
+  owner: string;
+  name: string;
+  type: 'string' | 'number' | 'boolean';
+  value: Json<string | number | boolean>;
+  updated_at: DefaultTimestamp;
+}
+
+export interface JobTables {
+  jobs: JobsTable;
+  variables: VariablesTable;
+}

@@ -1,0 +1,147 @@
+import { sql, type Insertable, type Selectable } from 'kysely';
+import type { Db, JobError, JobsTable, VariablesTable } from '../../core/db/index.ts';
+
+export type JobRow = Selectable<JobsTable>;
+export type VariableRow = Selectable<VariablesTable>;
+
+export const IN_PROGRESS = ['queued', 'running'] as const;
+
+export class JobRepo {
+  constructor(private readonly db: Db) {}
+
+  async insert(row: Insertable<JobsTable>): Promise<JobRow> {
+    return this.db.kysely.insertInto('jobs').values(row).returningAll().executeTakeFirstOrThrow();
+  }
+
+  get(executionId: string): Promise<JobRow | undefined> {
+    return this.db.kysely.selectFrom('jobs').selectAll().where('execution_id', '=', executionId).executeTakeFirst();
+  }
+
+  /** The caller's jobs, newest first; `status` or a text match narrows them. */
+  recent(owner: string, filter: { statuses?: string[]; text?: string }, limit: number): Promise<JobRow[]> {
+    let query = this.db.kysely.selectFrom('jobs').selectAll().where('owner', '=', owner);
+    if (filter.statuses) query = query.where('status', 'in', filter.statuses as JobRow['status'][]);
+    if (filter.text !== undefined) {
+      const pattern = `%${filter.text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+      query = query.where(sql<boolean>`sql_text ILIKE ${pattern} ESCAPE '\\'`);
+    }
+    return query.orderBy('created_at', 'desc').orderBy('execution_id', 'desc').limit(limit).execute();
+  }
+
+  /** Claims the oldest queued job for a worker; concurrent workers skip each other's rows. */
+  async claim(workerId: string): Promise<JobRow | undefined> {
+    return this.db.kysely.transaction().execute(async (trx) => {
+      const next = await trx
+        .selectFrom('jobs')
+        .select('execution_id')
+        .where('status', '=', 'queued')
+        .orderBy('created_at')
+        .limit(1)
+        .forUpdate()
+        .skipLocked()
+        .executeTakeFirst();
+      if (!next) return undefined;
+      return trx
+        .updateTable('jobs')
+        .set({ status: 'running', worker_id: workerId, started_at: new Date(), heartbeat_at: new Date(), attempts: sql<number>`attempts + 1` })
+        .where('execution_id', '=', next.execution_id)
+        .returningAll()
+        .executeTakeFirst();
+    });
+  }
+
+  async heartbeat(workerId: string, executionIds: string[]): Promise<string[]> {
+    if (executionIds.length === 0) return [];
+    const rows = await this.db.kysely
+      .updateTable('jobs')
+      .set({ heartbeat_at: new Date() })
+      .where('worker_id', '=', workerId)
+      .where('execution_id', 'in', executionIds)
+      .where('status', '=', 'running')
+      .returning(['execution_id', 'cancel_requested'])
+      .execute();
+    return rows.filter((r) => r.cancel_requested).map((r) => r.execution_id);
+  }
+
+  /** Finishes a running job; false when it is no longer this worker's (re-queued or cancelled meanwhile). */
+  async finish(
+    executionId: string,
+    workerId: string,
+    outcome: { status: 'succeeded' | 'failed' | 'cancelled'; error?: JobError; result_key?: string; row_count?: number; columns?: { name: string; type: string }[] },
+  ): Promise<boolean> {
+    const row = await this.db.kysely
+      .updateTable('jobs')
+      .set({
+        status: outcome.status,
+        error: outcome.error ? JSON.stringify(outcome.error) : null,
+        result_key: outcome.result_key ?? null,
+        row_count: outcome.row_count ?? null,
+        columns: outcome.columns ? JSON.stringify(outcome.columns) : null,
+        finished_at: new Date(),
+      })
+      .where('execution_id', '=', executionId)
+      .where('worker_id', '=', workerId)
+      .where('status', '=', 'running')
+      .returning('execution_id')
+      .executeTakeFirst();
+    return row !== undefined;
+  }
+
+  /** Cancels a queued job at once, or flags a running one for its worker; returns the row after. */
+  async requestCancel(executionId: string): Promise<JobRow | undefined> {
+    await this.db.kysely
+      .updateTable('jobs')
+      .set({ status: 'cancelled', finished_at: new Date(), error: JSON.stringify({ code: 'CANCELLED', message: 'Cancelled before it started' }) })
+      .where('execution_id', '=', executionId)
+      .where('status', '=', 'queued')
+      .execute();
+    await this.db.kysely.updateTable('jobs').set({ cancel_requested: true }).where('execution_id', '=', executionId).where('status', '=', 'running').execute();
+    return this.get(executionId);
+  }
+
+  /**
+   * Jobs whose worker stopped heart-beating: re-queued while they have attempts left, else failed.
+   * Returns how many of each.
+   */
+  async recoverStale(staleBefore: Date, maxAttempts: number): Promise<{ requeued: number; failed: number }> {
+    const requeued = await this.db.kysely
+      .updateTable('jobs')
+      .set({ status: 'queued', worker_id: null, heartbeat_at: null, started_at: null })
+      .where('status', '=', 'running')
+      .where('heartbeat_at', '<', staleBefore)
+      .where('attempts', '<', maxAttempts)
+      .where('cancel_requested', '=', false)
+      .returning('execution_id')
+      .execute();
+    const failed = await this.db.kysely
+      .updateTable('jobs')
+      .set((eb) => ({
+        status: eb.case().when('cancel_requested', '=', true).then(sql.lit('cancelled')).else(sql.lit('failed')).end() as never,
+        finished_at: new Date(),
+        error: JSON.stringify({ code: 'WORKER_LOST', message: 'The worker running this job stopped; it was not retried again' }),
+      }))
+      .where('status', '=', 'running')
+      .where('heartbeat_at', '<', staleBefore)
+      .returning('execution_id')
+      .execute();
+    return { requeued: requeued.length, failed: failed.length };
+  }
+
+  // ── variables ──
+
+  variables(owner: string): Promise<VariableRow[]> {
+    return this.db.kysely.selectFrom('variables').selectAll().where('owner', '=', owner).orderBy('name').execute();
+  }
+
+  async putVariable(owner: string, name: string, type: VariableRow['type'], value: string | number | boolean): Promise<void> {
+    await this.db.kysely
+      .insertInto('variables')
+      .values({ owner, name, type, value: JSON.stringify(value) })
+      .onConflict((oc) => oc.columns(['owner', 'name']).doUpdateSet({ type, value: JSON.stringify(value), updated_at: new Date() }))
+      .execute();
+  }
+
+  async deleteVariable(owner: string, name: string): Promise<void> {
+    await this.db.kysely.deleteFrom('variables').where('owner', '=', owner).where('name', '=', name).execute();
+  }
+}

@@ -1,0 +1,169 @@
+import fs from 'node:fs';
+import fsp from 'node:fs/promises';
+import path from 'node:path';
+import crypto from 'node:crypto';
+import type { Principal } from '../../core/authz/index.ts';
+import { newId } from '../../core/crypto/index.ts';
+import type { Ingestor } from '../../core/engine/index.ts';
+import { AppError, RequestValidationError } from '../../core/errors/index.ts';
+import type { BlobStore } from '../../core/storage/index.ts';
+import type { JobRepo, JobRow } from './repo.ts';
+import type { WorkerPool } from './worker.ts';
+
+export type ParamValue = string | number | boolean | null;
+
+export interface JobsDeps {
+  repo: JobRepo;
+  pool: WorkerPool;
+  ingestor: Ingestor;
+  blobs: BlobStore;
+  scratchDir: string;
+  /** `<public url>/jobs`, for status_url, results_url and next_page. */
+  baseUrl: () => string;
+  timeoutMs: number;
+}
+
+const STATUS_FILTERS = new Set(['queued', 'running', 'succeeded', 'failed', 'cancelled']);
+const MAX_WAIT_SECONDS = 30;
+const VARIABLE_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;
+
+/** Timings in milliseconds, from the job's timestamps. */
+function timings(job: JobRow) {
+  const ms = (a: Date | null, b: Date | null) => (a && b ? b.getTime() - a.getTime() : null);
+  return { queued_ms: ms(job.created_at, job.started_at ?? job.finished_at), running_ms: ms(job.started_at, job.finished_at), total_ms: ms(job.created_at, job.finished_at) };
+}
+
+export class JobsService {
+  constructor(private readonly deps: JobsDeps) {}
+
+  private url(job: JobRow, suffix: string) {
+    return `${this.deps.baseUrl()}/api/v1/jobs/${job.execution_id}/${suffix}`;
+  }
+
+  async submit(caller: Principal, input: { sql_text: string; client_info?: Record<string, unknown> | null; parameters?: Record<string, ParamValue> | null }) {
+    if (input.sql_text.trim() === '') throw RequestValidationError.at(['body', 'sql_text'], 'the statement is empty');
+    const saved = Object.fromEntries((await this.deps.repo.variables(caller.identity)).map((v) => [v.name, v.value]));
+    const job = await this.deps.repo.insert({
+      execution_id: newId('job'),
+      owner: caller.identity,
+      sql_text: input.sql_text,
+      // Request parameters take priority over saved variables; which ones the statement uses is known once it is parsed.
+      parameters: JSON.stringify({ ...saved, ...(input.parameters ?? {}) }),
+      client_info: input.client_info ? JSON.stringify(input.client_info) : null,
+      status: 'queued',
+      timeout_ms: this.deps.timeoutMs,
+    });
+    this.deps.pool.notify();
+    return { execution_id: job.execution_id, status: job.status, status_url: this.url(job, 'status') };
+  }
+
+  /** The caller's own job; anyone else's is 404, like an unknown one. */
+  private async own(caller: Principal, executionId: string): Promise<JobRow> {
+    const job = await this.deps.repo.get(executionId);
+    if (!job || job.owner !== caller.identity) throw AppError.notFound(`No job ${executionId}`, 'JOB_NOT_FOUND');
+    return job;
+  }
+
+  view(job: JobRow) {
+    const done = job.status === 'succeeded';
+    return {
+      execution_id: job.execution_id,
+      status: job.status,
+      in_progress: job.status === 'queued' || job.status === 'running',
+      sql_text: job.sql_text,
+      client_info: job.client_info,
+      created_at: job.created_at.toISOString(),
+      started_at: job.started_at?.toISOString() ?? null,
+      finished_at: job.finished_at?.toISOString() ?? null,
+      timings: timings(job),
+      row_count: job.row_count === null ? null : Number(job.row_count),
+      error: job.error,
+      status_url: this.url(job, 'status'),
+      ...(done ? { results_url: this.url(job, 'results'), download_url: this.url(job, 'download') } : {}),
+    };
+  }
+
+  /** Status; with `wait` (seconds, at most 30) it answers as soon as the job leaves queued/running. */
+  async status(caller: Principal, executionId: string, waitSeconds = 0) {
+    let job = await this.own(caller, executionId);
+    const deadline = Date.now() + Math.min(waitSeconds, MAX_WAIT_SECONDS) * 1000;
+    while ((job.status === 'queued' || job.status === 'running') && Date.now() < deadline) {
+      await this.deps.pool.waitLocal(executionId, Math.min(250, deadline - Date.now()));
+      job = (await this.deps.repo.get(executionId))!;
+    }
+    return this.view(job);
+  }
+
+  async cancel(caller: Principal, executionId: string) {
+    const job = await this.own(caller, executionId);
+    if (job.status !== 'queued' && job.status !== 'running') return this.view(job);
+    const after = await this.deps.repo.requestCancel(executionId);
+    this.deps.pool.cancelLocal(executionId);
+    return this.view(after ?? job);
+  }
+
+  async recent(caller: Principal, filter: string | null | undefined) {
+    const f = filter?.trim();
+    const statuses = !f ? undefined : f === 'in_progress' ? ['queued', 'running'] : STATUS_FILTERS.has(f.toLowerCase()) ? [f.toLowerCase()] : undefined;
+    const jobs = await this.deps.repo.recent(caller.identity, { statuses, text: f && !statuses ? f : undefined }, 100);
+    return jobs.map((j) => this.view(j));
+  }
+
+  private async finished(caller: Principal, executionId: string): Promise<JobRow & { result_key: string }> {
+    const job = await this.own(caller, executionId);
+    if (job.status === 'queued' || job.status === 'running') throw AppError.conflict(`Job ${executionId} is still ${job.status}; poll its status_url`, 'JOB_IN_PROGRESS');
+    if (job.status !== 'succeeded' || !job.result_key) throw AppError.conflict(`Job ${executionId} ${job.status}; it has no results`, 'JOB_HAS_NO_RESULTS');
+    return job as JobRow & { result_key: string };
+  }
+
+  /** A page of results; `next_page` continues where it ends. */
+  async results(caller: Principal, executionId: string, page: { num_rows: number; offset: number; verbose: boolean }) {
+    const job = await this.finished(caller, executionId);
+    const total = Number(job.row_count ?? 0);
+    const { columns, rows } = await this.deps.ingestor.readPage(await this.deps.blobs.localPath(job.result_key), page.offset, page.num_rows);
+    const next = page.offset + rows.length;
+    const nextPage = rows.length > 0 && next < total ? `${this.url(job, 'results')}?num_rows=${page.num_rows}&offset=${next}${page.verbose ? '&verbose=true' : ''}` : null;
+    return {
+      execution_id: job.execution_id,
+      total_rows: total,
+      offset: page.offset,
+      num_rows: rows.length,
+      columns: page.verbose ? (job.columns ?? columns) : columns.map((c) => c.name),
+      data: rows,
+      next_page: nextPage,
+    };
+  }
+
+  /** A slice of the results as a file, streamed from a temporary copy that is removed once sent. */
+  async download(caller: Principal, executionId: string, options: { file_format: 'csv' | 'json' | 'parquet'; limit: number; offset: number }) {
+    const job = await this.finished(caller, executionId);
+    await fsp.mkdir(this.deps.scratchDir, { recursive: true });
+    const file = path.join(this.deps.scratchDir, `${crypto.randomUUID()}.${options.file_format}`);
+    await this.deps.ingestor.exportSlice(await this.deps.blobs.localPath(job.result_key), options.file_format, options.offset, options.limit, file);
+    const stream = fs.createReadStream(file);
+    stream.once('close', () => void fsp.rm(file, { force: true }));
+    const types = { csv: 'text/csv; charset=utf-8', json: 'application/x-ndjson', parquet: 'application/vnd.apache.parquet' };
+    const extension = { csv: 'csv', json: 'jsonl', parquet: 'parquet' }[options.file_format];
+    return { stream, contentType: types[options.file_format], fileName: `${job.execution_id}.${extension}` };
+  }
+
+  // ── saved variables ──
+
+  async variables(caller: Principal) {
+    const rows = await this.deps.repo.variables(caller.identity);
+    return { variables: rows.map((v) => ({ name: v.name, type: v.type, value: v.value, updated_at: v.updated_at.toISOString() })) };
+  }
+
+  async putVariable(caller: Principal, name: string, input: { type: 'string' | 'number' | 'boolean'; value: unknown }) {
+    if (!VARIABLE_NAME.test(name)) throw RequestValidationError.at(['path', 'name'], 'a variable name is 1-64 letters, digits or underscores, not starting with a digit');
+    if (typeof input.value !== input.type || (input.type === 'number' && !Number.isFinite(input.value))) {
+      throw RequestValidationError.at(['body', 'value'], `value must be a JSON ${input.type} to match type '${input.type}'`, `${input.type}_type`);
+    }
+    await this.deps.repo.putVariable(caller.identity, name, input.type, input.value as string | number | boolean);
+    return this.variables(caller);
+  }
+
+  async deleteVariable(caller: Principal, name: string) {
+    await this.deps.repo.deleteVariable(caller.identity, name);
+  }
+}
