@@ -1,3 +1,4 @@
+import path from 'node:path';
 import cookie from '@fastify/cookie';
 import formbody from '@fastify/formbody';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
@@ -8,11 +9,12 @@ import type { Sealer } from './core/crypto/index.ts';
 import type { Db } from './core/db/index.ts';
 import { registerErrorHandling } from './core/errors/index.ts';
 import { requestIdOptions, serviceDocs, type AdminToken, type PublicUrl } from './core/http/index.ts';
-import type { Ingestor } from './core/engine/index.ts';
+import type { Ingestor, SqlAnalyzer } from './core/engine/index.ts';
 import type { BlobStore } from './core/storage/index.ts';
 import { catalogNamespaces, createAccountsService, type AccountService, type WorkspaceService } from './services/accounts/index.ts';
 import { AUTH_PREFIX, createAuthService, type AuthService } from './services/auth/index.ts';
 import { createPolicyService, type PolicyService } from './services/policy/index.ts';
+import { createJobsService, type JobsService, type WorkerPool } from './services/jobs/index.ts';
 import { createUploadService, type UploadService } from './services/upload/index.ts';
 
 export interface AppDeps {
@@ -24,14 +26,18 @@ export interface AppDeps {
   refreshTokenTtlDays: number;
   blobs: BlobStore;
   ingestor: Ingestor;
-  /** Local scratch space for uploads in flight. */
+  /** Local scratch space for uploads in flight and downloads. */
   scratchDir: string;
+  analyzer: SqlAnalyzer;
+  jobs: { timeoutMs: number; workers: number; memoryLimit: string; threads: number };
 }
 
 export interface AppOptions {
   logger?: FastifyServerOptions['logger'];
   /** Run periodic upkeep (purging workspaces past their grace window); on in `lakeport serve`. */
   backgroundTasks?: boolean;
+  /** Run query jobs in this process (`deps.jobs.workers` at once). */
+  workers?: boolean;
 }
 
 const PURGE_INTERVAL_MS = 60_000;
@@ -45,6 +51,8 @@ export interface LakeportServices {
   accounts: AccountService;
   workspaces: WorkspaceService;
   uploads: UploadService;
+  jobs: JobsService;
+  workers: WorkerPool;
 }
 
 declare module 'fastify' {
@@ -58,7 +66,6 @@ export const SERVICE_PREFIXES = ['/auth', '/upload', '/jobs', '/billing', '/cont
 
 /** Services whose routes are not built yet: mounted with their (empty) OpenAPI document and nothing else. */
 const UNBUILT_SERVICES: { prefix: string; title: string; description: string }[] = [
-  { prefix: '/jobs', title: 'Lakeport query job service', description: 'Asynchronous SQL on DuckDB.' },
   { prefix: '/odata', title: 'Lakeport OData service', description: 'OData v4 over every dataset.' },
 ];
 
@@ -135,6 +142,20 @@ export async function buildApp(deps: AppDeps, options: AppOptions = {}): Promise
     verifier: auth.verifier,
     scratchDir: deps.scratchDir,
   });
+  const jobs = createJobsService({
+    db: deps.db,
+    catalog,
+    authz,
+    analyzer: deps.analyzer,
+    ingestor: deps.ingestor,
+    blobs: deps.blobs,
+    verifier: auth.verifier,
+    scratchDir: deps.scratchDir,
+    baseUrl: () => deps.publicUrl.service('/jobs'),
+    timeoutMs: deps.jobs.timeoutMs,
+    sandbox: { memoryLimit: deps.jobs.memoryLimit, threads: deps.jobs.threads, tempDirectory: path.join(deps.scratchDir, 'spill') },
+    worker: { concurrency: Math.max(1, deps.jobs.workers) },
+  });
   await app.register(
     async (service) => {
       await serviceDocs(service, { title: 'Lakeport authentication service', description: 'OAuth 2.0 tokens, JWKS and client credentials.' });
@@ -168,13 +189,24 @@ export async function buildApp(deps: AppDeps, options: AppOptions = {}): Promise
   );
   await app.register(
     async (service) => {
+      await serviceDocs(service, { title: 'Lakeport query job service', description: 'Asynchronous SQL on DuckDB: jobs, results, downloads, variables and statement check.' });
+      await service.register(jobs.routes);
+    },
+    { prefix: '/jobs' },
+  );
+  await app.register(
+    async (service) => {
       await serviceDocs(service, { title: 'Lakeport access policy service', description: 'Access policies per workspace.' });
       await service.register(policy.routes);
     },
     { prefix: '/policy' },
   );
 
-  app.decorate('lakeport', { auth, authz, catalog, policy: policy.policies, accounts: accounts.accounts, workspaces: accounts.workspaces, uploads: upload.uploads });
+  app.decorate('lakeport', { auth, authz, catalog, policy: policy.policies, accounts: accounts.accounts, workspaces: accounts.workspaces, uploads: upload.uploads, jobs: jobs.jobs, workers: jobs.pool });
+  if (options.workers && deps.jobs.workers > 0) {
+    app.addHook('onReady', async () => jobs.pool.start());
+    app.addHook('onClose', async () => jobs.pool.stop());
+  }
 
   if (options.backgroundTasks) {
     const purge = setInterval(() => {

@@ -37,6 +37,10 @@ const EnvSchema = z.object({
   LAKEPORT_MASTER_KEY: optionalString,
   LAKEPORT_ACCESS_TOKEN_TTL_SECONDS: z.coerce.number().int().min(60).max(86_400).default(900),
   LAKEPORT_REFRESH_TOKEN_TTL_DAYS: z.coerce.number().int().min(1).max(365).default(30),
+  LAKEPORT_JOB_TIMEOUT_SECONDS: z.coerce.number().int().min(1).max(86_400).default(300),
+  LAKEPORT_JOB_WORKERS: z.coerce.number().int().min(0).max(64).default(4),
+  LAKEPORT_JOB_MEMORY_LIMIT: z.string().regex(/^\d+(\.\d+)?\s*(KB|MB|GB|TB|KiB|MiB|GiB|TiB)$/i, 'a size such as 512MB or 2GB').default('1GB'),
+  LAKEPORT_JOB_THREADS: z.coerce.number().int().min(1).max(64).default(2),
   LAKEPORT_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
 
@@ -62,6 +66,11 @@ export interface Config {
   readonly accessTokenTtlSeconds: number;
   readonly refreshTokenTtlDays: number;
   readonly logLevel: string;
+  /** Query jobs: time limit, jobs run at once per process (0: this process runs none), and each job's DuckDB limits. */
+  readonly jobTimeoutSeconds: number;
+  readonly jobWorkers: number;
+  readonly jobMemoryLimit: string;
+  readonly jobThreads: number;
 }
 
 export class ConfigError extends Error {}
@@ -92,5 +101,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     accessTokenTtlSeconds: e.LAKEPORT_ACCESS_TOKEN_TTL_SECONDS,
     refreshTokenTtlDays: e.LAKEPORT_REFRESH_TOKEN_TTL_DAYS,
     logLevel: e.LAKEPORT_LOG_LEVEL,
+    jobTimeoutSeconds: e.LAKEPORT_JOB_TIMEOUT_SECONDS,
+    jobWorkers: e.LAKEPORT_JOB_WORKERS,
+    jobMemoryLimit: e.LAKEPORT_JOB_MEMORY_LIMIT,
+    jobThreads: e.LAKEPORT_JOB_THREADS,
   });
 }

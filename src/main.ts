@@ -6,7 +6,7 @@ import type { Config } from './config.ts';
 import { loadMasterKey, readOrCreateSecretFile, Sealer } from './core/crypto/index.ts';
 import { migrate, openDatabase, type Db } from './core/db/index.ts';
 import { AdminToken, PublicUrl } from './core/http/index.ts';
-import { Ingestor } from './core/engine/index.ts';
+import { Ingestor, SqlAnalyzer } from './core/engine/index.ts';
 import { createBlobStore } from './core/storage/index.ts';
 
 export interface Runtime {
@@ -45,15 +45,32 @@ export async function openRuntime(config: Config): Promise<Runtime> {
       refreshTokenTtlDays: config.refreshTokenTtlDays,
       blobs: await createBlobStore(config),
       ingestor: await Ingestor.create({ tempDirectory: path.join(config.dataDir, 'tmp', 'duckdb') }),
-      scratchDir: path.join(config.dataDir, 'tmp', 'uploads'),
+      scratchDir: path.join(config.dataDir, 'tmp', 'scratch'),
+      analyzer: await SqlAnalyzer.create(),
+      jobs: { timeoutMs: config.jobTimeoutSeconds * 1000, workers: config.jobWorkers, memoryLimit: config.jobMemoryLimit, threads: config.jobThreads },
     },
   };
+}
+
+/** `lakeport worker`: runs queued query jobs (and upkeep) without serving HTTP; any number may share one PostgreSQL. */
+export async function work(config: Config): Promise<void> {
+  const runtime = await openRuntime(config);
+  const app = await buildApp(runtime.deps, { logger: { level: config.logLevel }, backgroundTasks: true, workers: true });
+  await app.ready();
+  process.stdout.write(`Lakeport worker ${app.lakeport.workers.id} running ${config.jobWorkers} jobs at once\n`);
+  const shutdown = async () => {
+    await app.close();
+    await runtime.db.close();
+    process.exit(0);
+  };
+  process.once('SIGINT', () => void shutdown());
+  process.once('SIGTERM', () => void shutdown());
 }
 
 /** `lakeport serve` / `npm start`: every service from one process. */
 export async function serve(config: Config): Promise<void> {
   const runtime = await openRuntime(config);
-  const app = await buildApp(runtime.deps, { logger: { level: config.logLevel }, backgroundTasks: true });
+  const app = await buildApp(runtime.deps, { logger: { level: config.logLevel }, backgroundTasks: true, workers: true });
   const address = await app.listen({ host: config.host, port: config.port });
   if (!config.publicUrl) runtime.deps.publicUrl.settle(address);
 

@@ -9,7 +9,7 @@ import { buildApp, type AppDeps } from '../src/app.ts';
 import { Sealer } from '../src/core/crypto/index.ts';
 import { migrate, openDatabase, type Db } from '../src/core/db/index.ts';
 import { AdminToken, PublicUrl } from '../src/core/http/index.ts';
-import { Ingestor } from '../src/core/engine/index.ts';
+import { Ingestor, SqlAnalyzer } from '../src/core/engine/index.ts';
 import { LocalBlobStore } from '../src/core/storage/index.ts';
 
 /** Where the suite keeps metadata: PostgreSQL when DATABASE_URL is set (CI runs both), else PGlite in memory. */
@@ -77,6 +77,12 @@ export function tempDir(prefix = 'lakeport-test-'): { dir: string; remove(): voi
 
 export const TEST_PUBLIC_URL = 'http://lakeport.test';
 
+let analyzer: Promise<SqlAnalyzer> | undefined;
+function sharedAnalyzer(): Promise<SqlAnalyzer> {
+  analyzer ??= SqlAnalyzer.create();
+  return analyzer;
+}
+
 let ingestor: Promise<Ingestor> | undefined;
 /** One DuckDB ingestion engine per test file (it is stateless between calls). */
 function sharedIngestor(): Promise<Ingestor> {
@@ -93,7 +99,7 @@ export interface TestApp {
 }
 
 /** The whole application over a fresh database, for `app.inject` route tests. */
-export async function createTestApp(overrides: Partial<AppDeps> = {}): Promise<TestApp> {
+export async function createTestApp(overrides: Partial<AppDeps> = {}, options: { workers?: boolean } = {}): Promise<TestApp> {
   const { db, dispose } = await createTestDb();
   const lakeDir = tempDir('lakeport-lake-');
   const adminToken = `test-admin-${crypto.randomBytes(12).toString('hex')}`;
@@ -107,9 +113,11 @@ export async function createTestApp(overrides: Partial<AppDeps> = {}): Promise<T
     blobs: new LocalBlobStore(lakeDir.dir),
     ingestor: await sharedIngestor(),
     scratchDir: path.join(lakeDir.dir, 'tmp'),
+    analyzer: await sharedAnalyzer(),
+    jobs: { timeoutMs: 30_000, workers: 4, memoryLimit: '256MB', threads: 1 },
     ...overrides,
   };
-  const app = await buildApp(deps);
+  const app = await buildApp(deps, { workers: options.workers ?? true });
   await app.ready();
   return {
     app,

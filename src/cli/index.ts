@@ -1,13 +1,15 @@
 import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig } from '../config.ts';
 import { migrate, openDatabase } from '../core/db/index.ts';
-import { openRuntime, serve } from '../main.ts';
+import { openRuntime, serve, work } from '../main.ts';
 import { createAuthService } from '../services/auth/index.ts';
 
 const USAGE = `Usage: lakeport <command>
 
 Commands:
   serve                                   run every service (what npm start runs)
+  query "SQL" [--param k=v]... [--format table|csv|json]   run a query job and print its rows
+  worker                                  run queued query jobs without serving HTTP
   migrate                                 apply database migrations and exit
   admin create-credential --client-id ID  create a credential and print its one-time secret
         [--type NAME] [--expires-in-days N|never] [--scope S]... [--permission PATTERN=ROLE]...
@@ -84,6 +86,9 @@ export async function main(argv: string[]): Promise<number> {
       case 'serve':
         await serve(loadConfig());
         return -1; // keep running
+      case 'worker':
+        await work(loadConfig());
+        return -1;
       case 'migrate': {
         const config = loadConfig();
         const db = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
@@ -100,6 +105,8 @@ export async function main(argv: string[]): Promise<number> {
         return 0;
       case 'upload':
         return (await import('./upload.ts')).uploadCommand(rest);
+      case 'query':
+        return (await import('./query.ts')).queryCommand(rest);
       case undefined:
       case 'help':
       case '--help':

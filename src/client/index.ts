@@ -21,6 +21,9 @@ export {
   type WriteFileOptions,
   type WriteResult,
   type WrittenFile,
+  type JobResults,
+  type JobStatus,
+  type JobSubmitted,
 } from './lakeport-client.ts';
 export {
   DEFAULT_SAMPLE_BYTES,

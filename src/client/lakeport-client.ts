@@ -242,6 +242,29 @@ const EXPIRY_SKEW_MS = 30_000;
 
 type BodyFactory = () => { body?: BodyInit; headers?: Record<string, string> } | Promise<{ body?: BodyInit; headers?: Record<string, string> }>;
 
+export interface JobSubmitted {
+  execution_id: string;
+  status: string;
+  status_url: string;
+}
+
+export interface JobStatus {
+  execution_id: string;
+  status: 'queued' | 'running' | 'succeeded' | 'failed' | 'cancelled';
+  row_count: number | null;
+  error: { code: string; message: string; line?: number; column?: number } | null;
+  results_url?: string;
+}
+
+export interface JobResults {
+  total_rows: number;
+  offset: number;
+  num_rows: number;
+  columns: { name: string; type: string }[];
+  data: unknown[][];
+  next_page: string | null;
+}
+
 export class LakeportClient {
   readonly url: string;
   readonly #clientId?: string;
@@ -430,6 +453,34 @@ export class LakeportClient {
         await new Promise((resolve) => setTimeout(resolve, backoff * 2 ** attempt));
       }
     }
+  }
+
+  // -------------------------------------------------------------------------------------------------
+  // Query jobs
+  // -------------------------------------------------------------------------------------------------
+
+  /** `POST /jobs/api/v1/jobs` */
+  submitJob(input: { sql_text: string; parameters?: Record<string, string | number | boolean | null>; client_info?: Record<string, unknown> }): Promise<JobSubmitted> {
+    return this.#json<JobSubmitted>('POST', '/jobs/api/v1/jobs', jsonBody(input));
+  }
+
+  /** `GET /jobs/api/v1/jobs/{id}/status`, long-polling up to `waitSeconds` (at most 30). */
+  jobStatus(id: string, waitSeconds = 0): Promise<JobStatus> {
+    return this.#json<JobStatus>('GET', `/jobs/api/v1/jobs/${encodeURIComponent(id)}/status?wait=${waitSeconds}`);
+  }
+
+  /** Long-polls until the job leaves queued/running. */
+  async waitForJob(id: string): Promise<JobStatus> {
+    for (;;) {
+      const status = await this.jobStatus(id, 30);
+      if (status.status !== 'queued' && status.status !== 'running') return status;
+    }
+  }
+
+  /** `GET /jobs/api/v1/jobs/{id}/results` */
+  jobResults(id: string, page: { num_rows?: number; offset?: number; verbose?: boolean } = {}): Promise<JobResults> {
+    const q = new URLSearchParams({ num_rows: String(page.num_rows ?? 5000), offset: String(page.offset ?? 0), verbose: String(page.verbose ?? false) });
+    return this.#json<JobResults>('GET', `/jobs/api/v1/jobs/${encodeURIComponent(id)}/results?${q}`);
   }
 
   // -------------------------------------------------------------------------------------------------

@@ -299,7 +299,12 @@ export class Ingestor {
       const reader = await c.runAndReadAll('SELECT * FROM read_parquet($path) LIMIT $limit OFFSET $offset', { path, limit, offset });
       const names = reader.columnNames();
       const types = reader.columnTypes().map((t) => t.toString());
-      return { columns: names.map((name, i) => ({ name, type: types[i] })), rows: reader.getRowsJson() as unknown[][] };
+      // Whole numbers that fit a JSON number exactly are numbers; larger ones stay strings.
+      const integral = types.map((t) => /^(U?(TINY|SMALL|BIG|HUGE)?INT(EGER)?|UHUGEINT)$/.test(t));
+      const rows = (reader.getRowsJson() as unknown[][]).map((row) =>
+        row.map((v, i) => (integral[i] && typeof v === 'string' && Number.isSafeInteger(Number(v)) ? Number(v) : v)),
+      );
+      return { columns: names.map((name, i) => ({ name, type: types[i] })), rows };
     });
   }
 

@@ -210,6 +210,12 @@ export class SqlAnalyzer {
     const known = new Set(rewritten.names.map((n) => n.toLowerCase()));
     const params = Array.isArray(statement.named_param_map) ? (statement.named_param_map as Json[]) : [];
     if (params.some((p) => !known.has(String(p.key).toLowerCase()))) throw unsupportedParameter(text, rewritten, toOriginal);
+    // And every placeholder we rewrote must be one DuckDB sees (else our lexer and DuckDB's disagree on what is code).
+    const seen = new Set(params.map((p) => String(p.key).toLowerCase()));
+    const lost = rewritten.placeholders.find((p) => !seen.has(p.name.toLowerCase()));
+    if (lost) {
+      throw new Refused('UNSUPPORTED_PARAMETER', `:${lost.name} is not where a value can go; write it as an operand, e.g. \`= :${lost.name}\`.`, lost.start);
+    }
 
     const walker = new TreeWalker(text, at, offsets, toOriginal(statements[0][0].start));
     walker.walk(statement.node, new Set(), 0);

@@ -50,6 +50,7 @@ export class JobsService {
       // Request parameters take priority over saved variables; which ones the statement uses is known once it is parsed.
       parameters: JSON.stringify({ ...saved, ...(input.parameters ?? {}) }),
       client_info: input.client_info ? JSON.stringify(input.client_info) : null,
+      permissions: JSON.stringify(caller.permissions),
       status: 'queued',
       timeout_ms: this.deps.timeoutMs,
     });

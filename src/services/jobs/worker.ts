@@ -131,7 +131,8 @@ export class WorkerPool {
     }
   }
 
-  private async recover() {
+  /** Re-queues (or fails) jobs whose worker stopped heart-beating; runs periodically. */
+  async recover() {
     try {
       await this.repo.recoverStale(new Date(Date.now() - this.options.staleAfterMs), this.options.maxAttempts);
     } catch {

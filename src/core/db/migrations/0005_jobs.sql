@@ -5,6 +5,7 @@ CREATE TABLE jobs (
   sql_text          text NOT NULL,
   parameters        jsonb NOT NULL,                  -- values resolved at submission (request, then saved variables)
   client_info       jsonb,
+  permissions       jsonb NOT NULL,                  -- the submitting credential's narrowing grants
   status            text NOT NULL,                   -- queued | running | succeeded | failed | cancelled
   error             jsonb,
   result_key        text,

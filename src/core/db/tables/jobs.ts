@@ -1,5 +1,5 @@
 import type { ColumnType } from 'kysely';
-import type { DefaultTimestamp, Json, NullableJson, Timestamp } from './types.ts';
+import type { DefaultTimestamp, Json, NullableJson, PermissionPair, Timestamp } from './types.ts';
 
 export type JobStatus = 'queued' | 'running' | 'succeeded' | 'failed' | 'cancelled';
 
@@ -18,6 +18,7 @@ export interface JobsTable {
   sql_text: string;
   parameters: Json<Record<string, string | number | boolean | null>>;
   client_info: NullableJson<Record<string, unknown>>;
+  permissions: Json<PermissionPair[]>;
   status: JobStatus;
   error: NullableJson<JobError>;
   result_key: string | null;

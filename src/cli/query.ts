@@ -1,0 +1,75 @@
+import { parseArgs } from 'node:util';
+import { LakeportApiError, LakeportClient } from '../client/index.ts';
+
+/** `lakeport query "SQL" [--param k=v]… [--format table|csv|json]`: submit, wait, print every row. */
+export async function queryCommand(args: string[], io: { stdout: NodeJS.WritableStream; stderr: NodeJS.WritableStream } = process): Promise<number> {
+  let parsed;
+  try {
+    parsed = parseArgs({ args, allowPositionals: true, options: { param: { type: 'string', multiple: true, default: [] }, format: { type: 'string', default: 'table' } } });
+  } catch (error) {
+    io.stderr.write(`lakeport: ${(error as Error).message}\n`);
+    return 2;
+  }
+  const { values, positionals } = parsed;
+  const format = values.format;
+  if (positionals.length !== 1 || !['table', 'csv', 'json'].includes(format)) {
+    io.stderr.write('lakeport: usage: lakeport query "SQL" [--param name=value]... [--format table|csv|json]\n');
+    return 2;
+  }
+  const parameters: Record<string, string | number | boolean> = {};
+  for (const p of values.param) {
+    const at = p.indexOf('=');
+    if (at <= 0) {
+      io.stderr.write(`lakeport: --param ${p}: write name=value\n`);
+      return 2;
+    }
+    const raw = p.slice(at + 1);
+    parameters[p.slice(0, at)] = raw === 'true' ? true : raw === 'false' ? false : raw !== '' && Number.isFinite(Number(raw)) ? Number(raw) : raw;
+  }
+  try {
+    const client = LakeportClient.fromEnv();
+    const job = await client.submitJob({ sql_text: positionals[0], parameters, client_info: { application: 'lakeport-cli' } });
+    const status = await client.waitForJob(job.execution_id);
+    if (status.status !== 'succeeded') {
+      const where = status.error?.line ? ` (line ${status.error.line}, column ${status.error.column})` : '';
+      io.stderr.write(`lakeport: query ${status.status}: ${status.error?.code ?? ''} ${status.error?.message ?? ''}${where}`.replace(/\s+/g, ' ').trimEnd() + '\n');
+      return 1;
+    }
+    let first = true;
+    let offset = 0;
+    const rows: unknown[][] = [];
+    let columns: { name: string; type: string }[] = [];
+    for (;;) {
+      const page = await client.jobResults(job.execution_id, { offset, num_rows: 5000, verbose: true });
+      columns = page.columns;
+      if (format === 'table') rows.push(...page.data);
+      else {
+        for (const row of page.data) io.stdout.write(format === 'json' ? `${JSON.stringify(Object.fromEntries(columns.map((c, i) => [c.name, row[i]])))}\n` : `${first ? `${csvLine(columns.map((c) => c.name))}\n` : ''}${csvLine(row)}\n`);
+        if (first && page.data.length === 0 && format === 'csv') io.stdout.write(`${csvLine(columns.map((c) => c.name))}\n`);
+        first = false;
+      }
+      offset += page.data.length;
+      if (!page.next_page || page.data.length === 0) break;
+    }
+    if (format === 'table') io.stdout.write(table(columns.map((c) => c.name), rows));
+    return 0;
+  } catch (error) {
+    const message = error instanceof LakeportApiError ? `${error.status} ${error.code ?? ''} ${typeof error.detail === 'string' ? error.detail : JSON.stringify(error.detail)}` : (error as Error).message;
+    io.stderr.write(`lakeport: ${message.split('\n')[0]}\n`);
+    return 1;
+  }
+}
+
+function cell(value: unknown): string {
+  return value === null || value === undefined ? '' : typeof value === 'object' ? JSON.stringify(value) : String(value);
+}
+
+function csvLine(values: unknown[]): string {
+  return values.map((v) => (/[",\n\r]/.test(cell(v)) ? `"${cell(v).replace(/"/g, '""')}"` : cell(v))).join(',');
+}
+
+function table(header: string[], rows: unknown[][]): string {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => cell(r[i]).length)));
+  const line = (values: string[]) => values.map((v, i) => v.padEnd(widths[i])).join(' | ').trimEnd();
+  return `${[line(header), widths.map((w) => '-'.repeat(w)).join('-+-'), ...rows.map((r) => line(r.map(cell)))].join('\n')}\n(${rows.length} row${rows.length === 1 ? '' : 's'})\n`;
+}

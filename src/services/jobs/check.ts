@@ -1,0 +1,60 @@
+import type { Principal } from '../../core/authz/index.ts';
+import { Sandbox, SandboxQueryError, lineColumn } from '../../core/engine/index.ts';
+import type { Catalog } from '../../core/catalog/index.ts';
+import type { Authorizer } from '../../core/authz/index.ts';
+import type { JobRepo } from './repo.ts';
+import type { QueryPlanner } from './planner.ts';
+import type { ParamValue } from './service.ts';
+
+/**
+ * The edit-time statement check: parses and resolves the statement as a job would, then asks DuckDB
+ * for the result's shape over empty views. Reads no data and changes nothing.
+ */
+export class QueryChecker {
+  constructor(
+    private readonly planner: QueryPlanner,
+    private readonly repo: JobRepo,
+    private readonly catalog: Catalog,
+    private readonly authz: Authorizer,
+  ) {}
+
+  async check(caller: Principal, sqlText: string, parameters: Record<string, ParamValue>) {
+    const saved = Object.fromEntries((await this.repo.variables(caller.identity)).map((v) => [v.name, v.value]));
+    const prepared = await this.planner.prepare(caller, sqlText, { ...saved, ...parameters }, { withFiles: false });
+    const relations = await this.relationsInScope(caller, sqlText);
+    if (!prepared.ok) return { ok: false, error: this.underline(sqlText, prepared.error), relations };
+    const sandbox = await Sandbox.open(prepared.query.views, { threads: 1, memoryLimit: '256MB' });
+    try {
+      const columns = await sandbox.describe(prepared.query.sql, prepared.query.params);
+      return { ok: true, columns, relations };
+    } catch (error) {
+      if (!(error instanceof SandboxQueryError)) throw error;
+      const position = error.position === undefined ? undefined : prepared.query.toOriginal(error.position);
+      return { ok: false, error: this.underline(sqlText, { code: 'QUERY_ERROR', message: error.message, position }), relations };
+    } finally {
+      sandbox.close();
+    }
+  }
+
+  /** An error with the span to underline: from its position to the end of the word there. */
+  private underline(sqlText: string, error: { code: string; message: string; position?: number }) {
+    if (error.position === undefined) return { code: error.code, message: error.message, line: null, column: null, start: null, end: null };
+    const start = error.position;
+    const match = /^[^\s,;()]+/.exec(sqlText.slice(start));
+    return { code: error.code, message: error.message, ...lineColumn(sqlText, start), start, end: start + (match ? match[0].length : 1) };
+  }
+
+  /** The datasets (and their columns) the caller may read in the workspaces the statement names. */
+  private async relationsInScope(caller: Principal, sqlText: string) {
+    const workspaces = new Set([...sqlText.matchAll(/\b([A-Za-z0-9_]{1,63})\s*\.\s*[A-Za-z0-9_]{1,63}\s*\.\s*[A-Za-z0-9_]{1,63}/g)].map((m) => m[1].toLowerCase()));
+    const relations = [];
+    for (const workspace of workspaces) {
+      const datasets = await this.catalog.listDatasets(workspace).catch(() => []);
+      for (const d of datasets) {
+        if (!(await this.authz.can(caller, 'reader', { workspace, collection: d.collection, dataset: d.name }))) continue;
+        relations.push({ name: `${workspace}.${d.collection}.${d.name}`, kind: d.kind, columns: d.columns.map((c) => ({ name: c.name, type: c.type })) });
+      }
+    }
+    return relations;
+  }
+}

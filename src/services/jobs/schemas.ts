@@ -1,0 +1,38 @@
+import { z } from 'zod';
+import { queryBoolean } from '../../core/http/index.ts';
+
+const ParamValue = z.union([z.string(), z.number(), z.boolean(), z.null()]);
+
+export const JobCreateRequest = z.object({
+  sql_text: z.string().min(1).max(1_000_000),
+  client_info: z.record(z.string(), z.unknown()).nullish(),
+  parameters: z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,63}$/, 'a parameter name is letters, digits and underscores'), ParamValue).nullish(),
+});
+
+export const QueryCheckRequest = z.object({
+  sql_text: z.string().min(1).max(1_000_000),
+  parameters: z.record(z.string(), ParamValue).nullish(),
+});
+
+export const JobParams = z.object({ identifier: z.string().min(1).max(64) });
+
+const nonNegative = (fallback: number, max?: number) => {
+  let schema = z.coerce.number().int().min(0);
+  if (max !== undefined) schema = schema.max(max);
+  return schema.default(fallback);
+};
+
+export const StatusQuery = z.object({ wait: z.coerce.number().min(0).max(30).default(0).describe('Seconds to wait for the job to leave queued/running (at most 30)') });
+export const ResultsQuery = z.object({ num_rows: nonNegative(5000, 100_000).pipe(z.number().min(1)), offset: nonNegative(0), verbose: queryBoolean(false) });
+export const DownloadQuery = z.object({
+  file_format: z.enum(['csv', 'json', 'parquet']).default('csv'),
+  limit: nonNegative(10_000),
+  offset: nonNegative(0),
+});
+export const RecentQuery = z.object({ filter: z.string().max(1000).nullish() });
+
+export const VariableParams = z.object({ name: z.string().min(1).max(64) });
+export const VariableUpsertRequest = z.object({
+  type: z.enum(['string', 'number', 'boolean']),
+  value: z.union([z.string(), z.number(), z.boolean()]),
+});
