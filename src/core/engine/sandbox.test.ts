@@ -5,7 +5,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { tempDir } from '../../../test/harness.ts';
 import { Sandbox, SandboxInterruptedError, SandboxQueryError, runRawForTests, type SandboxOptions, type SandboxView } from './sandbox.ts';
 
-const dir = tempDir('lakeport-sandbox-');
+const dir = tempDir('lakeport-sandbox-test-');
 const at = (...parts: string[]) => path.join(dir.dir, ...parts);
 let free: DuckDBInstance;
 let fc: DuckDBConnection;
@@ -201,8 +201,13 @@ describe('what a job cannot do', () => {
   });
 
   it('has no spill directory without tempDirectory, and a private one removed on close with it', async () => {
-    const plain = await open([orders]);
+    const sort = 'SELECT md5(range::VARCHAR) || md5((range + 1)::VARCHAR) AS h FROM range(1000000) ORDER BY h';
+    const out = result('spilled.parquet');
+    const plain = await open([orders], { memoryLimit: '64MB' });
     expect(await runRawForTests(plain, "SELECT current_setting('temp_directory') AS t, current_setting('allowed_directories') AS d")).toEqual([{ t: '', d: [] }]);
+    const oom = await failure(plain.runToParquet(sort, {}, out));
+    expect(oom).toBeInstanceOf(SandboxQueryError);
+    expect((oom as SandboxQueryError).errorType).toBe('Out of Memory');
     const base = at('spill');
     fs.mkdirSync(base, { recursive: true });
     const spilling = await Sandbox.open([orders], { threads: 1, memoryLimit: '64MB', tempDirectory: base });
@@ -210,10 +215,8 @@ describe('what a job cannot do', () => {
     expect(own).toMatch(/^lakeport-sandbox-/);
     const settings = await runRawForTests(spilling, "SELECT current_setting('temp_directory') AS t");
     expect(settings).toEqual([{ t: path.join(base, own, 'spill') }]);
-    // A sort far beyond 64MB spills there and completes.
-    const out = result('spilled.parquet');
-    const sorted = await spilling.runToParquet('SELECT md5(range::VARCHAR) || md5((range + 1)::VARCHAR) AS h FROM range(3000000) ORDER BY h', {}, out);
-    expect(sorted.rowCount).toBe(3_000_000);
+    // The same sort spills there and completes.
+    expect((await spilling.runToParquet(sort, {}, out)).rowCount).toBe(1_000_000);
     spilling.close();
     expect(fs.readdirSync(base)).toEqual([]);
   });

@@ -1,0 +1,271 @@
+// `npm run bench -- jobs`: the query job service on a dataset of 10 million rows (BENCH_ROWS overrides),
+// loaded through the upload API as Parquet.
+//  (a) fixed overhead: submit → status?wait → first results page of `SELECT 1` (median and p95 of 50
+//      sequential runs), and jobs per second with 8 concurrent clients submitting `SELECT 1`-class jobs;
+//  (b) an aggregate query (group-by over the whole dataset) through the service vs the same query in a
+//      raw DuckDB (threads=2) over the very files the commit published, in the same run.
+import fs from 'node:fs';
+import fsp from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { DuckDBInstance } from '@duckdb/node-api';
+import { startServer } from './lib/server.ts';
+
+const ROWS = Number(process.env.BENCH_ROWS ?? 10_000_000);
+const CLIENTS = 8;
+const LATENCY_RUNS = 50;
+const LATENCY_WARMUP = 5;
+const THROUGHPUT_SECONDS = 10;
+const AGGREGATE_RUNS = 5;
+const TARGET = { overheadMs: 15, jobsPerSecond: 200, ratio: 1.3 };
+const AGGREGATE = 'SELECT category, count(*), sum(amount), avg(amount) FROM bench.orders.daily GROUP BY category';
+const RAW_AGGREGATE = (files: string[]) => `SELECT category, count(*), sum(amount), avg(amount) FROM read_parquet([${files.map((f) => `'${f.replace(/'/g, "''")}'`).join(', ')}]) GROUP BY category`;
+
+async function json<T>(response: Response): Promise<T> {
+  const text = await response.text();
+  if (!response.ok) throw new Error(`${response.status} ${text}`);
+  return JSON.parse(text) as T;
+}
+
+const median = (values: number[]) => percentile(values, 0.5);
+function percentile(values: number[], p: number): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  if (p === 0.5 && sorted.length % 2 === 0) return (sorted[sorted.length / 2 - 1] + sorted[sorted.length / 2]) / 2;
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(p * sorted.length) - 1))];
+}
+const ms = (n: number) => `${n.toFixed(1)} ms`;
+const verdict = (ok: boolean) => (ok ? 'ok' : 'MISSED');
+
+async function makeParquet(file: string) {
+  const db = await DuckDBInstance.create(':memory:');
+  const c = await db.connect();
+  await c.run(`COPY (
+      SELECT i AS id,
+             'cat_' || lpad(CAST(i % 100 AS VARCHAR), 2, '0') AS category,
+             round(random() * 1000, 2) AS amount,
+             TIMESTAMP '2024-01-01' + to_seconds(i) AS ts
+      FROM range(${ROWS}) t(i)) TO '${file}' (FORMAT parquet)`);
+  c.closeSync();
+  db.closeSync();
+}
+
+/** A Parquet file's footer: the last 8 + footer_length bytes (footer_length is the little-endian uint32 before `PAR1`). */
+async function footerOf(file: string, size: number): Promise<Buffer> {
+  const handle = await fsp.open(file);
+  try {
+    const tail = Buffer.alloc(8);
+    await handle.read(tail, 0, 8, size - 8);
+    if (tail.subarray(4).toString('latin1') !== 'PAR1') throw new Error(`${file} does not end with PAR1`);
+    const length = 8 + tail.readUInt32LE(0);
+    const footer = Buffer.alloc(length);
+    await handle.read(footer, 0, length, size - length);
+    return footer;
+  } finally {
+    await handle.close();
+  }
+}
+
+interface Api {
+  url: string;
+  auth: Record<string, string>;
+}
+
+interface JobStatus {
+  execution_id: string;
+  status: string;
+  in_progress: boolean;
+  row_count: number | null;
+  error: { code: string; message: string } | null;
+  timings: { queued_ms: number | null; running_ms: number | null; total_ms: number | null };
+}
+
+async function submit(api: Api, sql: string): Promise<string> {
+  const submitted = await json<{ execution_id: string }>(
+    await fetch(`${api.url}/jobs/api/v1/jobs`, { method: 'POST', headers: { ...api.auth, 'content-type': 'application/json' }, body: JSON.stringify({ sql_text: sql }) }),
+  );
+  return submitted.execution_id;
+}
+
+async function waitFor(api: Api, id: string): Promise<JobStatus> {
+  for (;;) {
+    const status = await json<JobStatus>(await fetch(`${api.url}/jobs/api/v1/jobs/${id}/status?wait=30`, { headers: api.auth }));
+    if (status.in_progress) continue;
+    if (status.status !== 'succeeded') throw new Error(`job ${id} ${status.status}: ${JSON.stringify(status.error)}`);
+    return status;
+  }
+}
+
+/** submit → succeeded → first page, in ms; checks the page holds the expected first row. */
+async function roundTrip(api: Api, sql: string, expectFirst?: unknown[]): Promise<number> {
+  const start = performance.now();
+  const id = await submit(api, sql);
+  await waitFor(api, id);
+  const page = await json<{ data: unknown[][] }>(await fetch(`${api.url}/jobs/api/v1/jobs/${id}/results?num_rows=100`, { headers: api.auth }));
+  const elapsed = performance.now() - start;
+  if (expectFirst && JSON.stringify(page.data[0]) !== JSON.stringify(expectFirst)) throw new Error(`job ${id}: first row ${JSON.stringify(page.data[0])}, expected ${JSON.stringify(expectFirst)}`);
+  return elapsed;
+}
+
+async function setUp(url: string, adminToken: string): Promise<Api> {
+  const cred = await json<{ secret: string }>(await fetch(`${url}/auth/clients/bench/credentials`, { method: 'POST', headers: { 'x-admin-token': adminToken, 'content-type': 'application/json' }, body: '{}' }));
+  const { access_token } = await json<{ access_token: string }>(
+    await fetch(`${url}/auth/token`, { method: 'POST', body: new URLSearchParams({ grant_type: 'client_credentials', client_id: 'bench', client_secret: cred.secret }) }),
+  );
+  const auth = { authorization: `Bearer ${access_token}` };
+  const jsonHeaders = { ...auth, 'content-type': 'application/json' };
+  const account = await json<{ account_id: string }>(await fetch(`${url}/billing/v1/accounts`, { method: 'POST', headers: jsonHeaders, body: JSON.stringify({ name: 'Bench' }) }));
+  await json(await fetch(`${url}/control/v1/workspaces/bench`, { method: 'PUT', headers: jsonHeaders, body: JSON.stringify({ billing_account: account.account_id, members: [{ identity: 'bench', role: 'owner' }] }) }));
+  return { url, auth };
+}
+
+/** Negotiate (footer sample), accept, stream the file to /data, commit. Returns the contract id and timings. */
+async function upload(api: Api, file: string, size: number) {
+  const start = performance.now();
+  const form = new FormData();
+  form.append('contract', JSON.stringify({ destination: 'bench.orders.daily', schema: { mode: 'infer' } }));
+  form.append('sample', new Blob([new Uint8Array(await footerOf(file, size))]), path.basename(file));
+  const contract = await json<{ contract_id: string; schema_fingerprint: string; state: string }>(await fetch(`${api.url}/upload/v2/contracts`, { method: 'POST', headers: api.auth, body: form }));
+  if (contract.state === 'proposed') {
+    await json(
+      await fetch(`${api.url}/upload/v2/contracts/${contract.contract_id}/accept`, {
+        method: 'PUT',
+        headers: { ...api.auth, 'content-type': 'application/json' },
+        body: JSON.stringify({ schema_fingerprint: contract.schema_fingerprint }),
+      }),
+    );
+  }
+  await json(
+    await fetch(`${api.url}/upload/v2/contracts/${contract.contract_id}/data`, {
+      method: 'POST',
+      headers: { ...api.auth, 'content-type': 'application/vnd.apache.parquet', 'content-length': String(size), 'x-file-name': path.basename(file) },
+      body: fs.createReadStream(file) as unknown as BodyInit,
+      duplex: 'half',
+    } as RequestInit),
+  );
+  const commit = await json<{ rows_written: number }>(
+    await fetch(`${api.url}/upload/v2/contracts/${contract.contract_id}/commit`, { method: 'POST', headers: { ...api.auth, 'idempotency-key': 'bench-jobs-1' } }),
+  );
+  if (commit.rows_written !== ROWS) throw new Error(`committed ${commit.rows_written} rows, expected ${ROWS}`);
+  return { contractId: contract.contract_id, seconds: (performance.now() - start) / 1000 };
+}
+
+/** `clients` loops, each submitting a job and long-polling it to success, for `seconds`. */
+async function throughput(api: Api, clients: number, seconds: number) {
+  const deadline = performance.now() + seconds * 1000;
+  const start = performance.now();
+  const latencies: number[] = [];
+  await Promise.all(
+    Array.from({ length: clients }, async (_, client) => {
+      for (let n = 0; performance.now() < deadline; n++) {
+        const t = performance.now();
+        await waitFor(api, await submit(api, `SELECT ${client * 1_000_000 + n} AS n`));
+        latencies.push(performance.now() - t);
+      }
+    }),
+  );
+  const elapsed = (performance.now() - start) / 1000;
+  return { jobs: latencies.length, elapsed, perSecond: latencies.length / elapsed, median: median(latencies), p95: percentile(latencies, 0.95) };
+}
+
+async function rawDuckDb(files: string[]) {
+  const db = await DuckDBInstance.create(':memory:', { threads: '2' });
+  const c = await db.connect();
+  return {
+    async run(): Promise<{ ms: number; rows: number }> {
+      const start = performance.now();
+      const reader = await c.runAndReadAll(RAW_AGGREGATE(files));
+      return { ms: performance.now() - start, rows: reader.currentRowCount };
+    },
+    close() {
+      c.closeSync();
+      db.closeSync();
+    },
+  };
+}
+
+export async function run(): Promise<void> {
+  const dir = await fsp.mkdtemp(path.join(os.tmpdir(), 'lakeport-jobs-bench-'));
+  // Our own data dir, so the committed files can be found (startServer's env is applied last).
+  const dataDir = path.join(dir, 'server');
+  await fsp.mkdir(dataDir);
+  const loadBefore = os.loadavg();
+  let server: Awaited<ReturnType<typeof startServer>> | undefined;
+  try {
+    const file = path.join(dir, 'orders.parquet');
+    process.stderr.write(`generating ${ROWS.toLocaleString()} rows of Parquet...\n`);
+    await makeParquet(file);
+    const size = (await fsp.stat(file)).size;
+
+    server = await startServer({ env: { LAKEPORT_DATA_DIR: dataDir, LAKEPORT_JOB_WORKERS: String(CLIENTS), LAKEPORT_ACCESS_TOKEN_TTL_SECONDS: '7200' } });
+    const api = await setUp(server.url, server.adminToken);
+    process.stderr.write(`uploading ${(size / 1e6).toFixed(0)} MB of Parquet through the upload API...\n`);
+    const loaded = await upload(api, file, size);
+    const staging = path.join(dataDir, 'lake', '_staging', loaded.contractId);
+    const files = (await fsp.readdir(staging)).filter((f) => f.endsWith('.parquet')).map((f) => path.join(staging, f));
+    if (files.length === 0) throw new Error(`no committed Parquet files under ${staging}`);
+
+    // (a) fixed overhead
+    process.stderr.write(`(a) SELECT 1 latency: ${LATENCY_WARMUP} warm-up + ${LATENCY_RUNS} runs...\n`);
+    for (let i = 0; i < LATENCY_WARMUP; i++) await roundTrip(api, 'SELECT 1', [1]);
+    const latencies: number[] = [];
+    for (let i = 0; i < LATENCY_RUNS; i++) latencies.push(await roundTrip(api, 'SELECT 1', [1]));
+    // The same through a view over the dataset's files (the sandbox opens them), for comparison.
+    const datasetLatencies: number[] = [];
+    for (let i = 0; i < 20 + 2; i++) {
+      const t = await roundTrip(api, 'SELECT id FROM bench.orders.daily WHERE id = 0');
+      if (i >= 2) datasetLatencies.push(t);
+    }
+    process.stderr.write(`(a) throughput: ${CLIENTS} clients for ${THROUGHPUT_SECONDS} s...\n`);
+    const loadAtThroughput = os.loadavg()[0];
+    const tp = await throughput(api, CLIENTS, THROUGHPUT_SECONDS);
+
+    // (b) aggregate: service vs raw DuckDB on the same files, alternating so load drift hits both alike
+    process.stderr.write(`(b) aggregate: 1 warm-up + ${AGGREGATE_RUNS} runs each, service and raw DuckDB alternating...\n`);
+    const raw = await rawDuckDb(files);
+    const serviceMs: number[] = [];
+    const serviceRunningMs: number[] = [];
+    const rawMs: number[] = [];
+    try {
+      for (let i = 0; i <= AGGREGATE_RUNS; i++) {
+        const start = performance.now();
+        const status = await waitFor(api, await submit(api, AGGREGATE));
+        const s = performance.now() - start;
+        if (status.row_count !== 100) throw new Error(`aggregate returned ${status.row_count} rows, expected 100`);
+        const r = await raw.run();
+        if (r.rows !== 100) throw new Error(`raw aggregate returned ${r.rows} rows, expected 100`);
+        if (i === 0) continue;
+        serviceMs.push(s);
+        serviceRunningMs.push(status.timings.running_ms ?? NaN);
+        rawMs.push(r.ms);
+      }
+    } finally {
+      raw.close();
+    }
+    const peak = await server.peakRssBytes();
+    const loadAfter = os.loadavg();
+
+    const overhead = median(latencies);
+    const service = median(serviceMs);
+    const rawMedian = median(rawMs);
+    const ratio = service / rawMedian;
+    process.stdout.write(
+      `\nLakeport jobs benchmark: ${ROWS.toLocaleString()} rows (${(size / 1e6).toFixed(1)} MB Parquet, ${files.length} committed file(s)), ` +
+        `${CLIENTS} job workers (node ${process.version}, ${os.cpus().length} cores)\n` +
+        `load average 1/5/15 min: ${loadBefore.map((l) => l.toFixed(2)).join(' ')} before, ${loadAfter.map((l) => l.toFixed(2)).join(' ')} after\n` +
+        `upload (footer negotiate + accept + data + commit): ${loaded.seconds.toFixed(1)} s\n` +
+        `(a) SELECT 1 submit -> succeeded -> first page: median ${ms(overhead)}, p95 ${ms(percentile(latencies, 0.95))}, min ${ms(Math.min(...latencies))} ` +
+        `(${LATENCY_RUNS} runs) — target <= ${TARGET.overheadMs} ms: ${verdict(overhead <= TARGET.overheadMs)}\n` +
+        `    point lookup on the dataset (SELECT id … WHERE id = 0), same round trip: median ${ms(median(datasetLatencies))}, p95 ${ms(percentile(datasetLatencies, 0.95))} (20 runs)\n` +
+        `(a) ${CLIENTS} concurrent clients, SELECT <n>: ${tp.jobs} jobs in ${tp.elapsed.toFixed(1)} s = ${tp.perSecond.toFixed(1)} jobs/s ` +
+        `(per job median ${ms(tp.median)}, p95 ${ms(tp.p95)}; 1-min load ${loadAtThroughput.toFixed(2)} at start) — target >= ${TARGET.jobsPerSecond} jobs/s: ${verdict(tp.perSecond >= TARGET.jobsPerSecond)}\n` +
+        `(b) ${AGGREGATE}\n` +
+        `    service submit -> succeeded: median ${ms(service)} (worker running_ms median ${ms(median(serviceRunningMs))}); runs ${serviceMs.map((v) => v.toFixed(0)).join(', ')}\n` +
+        `    raw DuckDB (threads=2, read_parquet of the same files): median ${ms(rawMedian)}; runs ${rawMs.map((v) => v.toFixed(0)).join(', ')}\n` +
+        `    ratio service/raw: ${ratio.toFixed(2)}x — target <= ${TARGET.ratio}x: ${verdict(ratio <= TARGET.ratio)}\n` +
+        `peak server memory (VmHWM): ${peak ? `${(peak / 1e6).toFixed(0)} MB` : 'n/a'}\n`,
+    );
+  } finally {
+    await server?.stop();
+    await fsp.rm(dir, { recursive: true, force: true });
+  }
+}
