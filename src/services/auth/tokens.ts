@@ -35,6 +35,16 @@ interface AccessTokenClaims {
   permissions: PermissionPair[];
 }
 
+/** A refresh token works while neither it nor its credential is revoked or expired. */
+function refreshTokenLive(row: { revoked_at: Date | null; expires_at: Date; credential_revoked_at: Date | null; credential_expires_at: Date | null }, now = Date.now()): boolean {
+  return (
+    row.revoked_at === null &&
+    row.expires_at.getTime() > now &&
+    row.credential_revoked_at === null &&
+    (row.credential_expires_at === null || row.credential_expires_at.getTime() > now)
+  );
+}
+
 /** Issues, refreshes, revokes and introspects tokens. */
 export class TokenService {
   constructor(
@@ -128,14 +138,7 @@ export class TokenService {
     const row = isWellFormedSecret(refreshToken, REFRESH_TOKEN_PREFIX)
       ? await this.repo.findRefreshToken(sha256Hex(refreshToken))
       : undefined;
-    const now = Date.now();
-    const valid =
-      row !== undefined &&
-      row.revoked_at === null &&
-      row.expires_at.getTime() > now &&
-      row.credential_revoked_at === null &&
-      (row.credential_expires_at === null || row.credential_expires_at.getTime() > now);
-    if (!row || !valid) {
+    if (!row || !refreshTokenLive(row)) {
       throw oauthError(400, 'invalid_grant', 'The refresh token is invalid, expired or revoked, or its credential is');
     }
     if (authenticatedClientId !== undefined && authenticatedClientId !== row.client_id) {
@@ -160,15 +163,7 @@ export class TokenService {
   async introspect(token: string, owner: string | undefined, verifier: AccessTokenVerifier): Promise<Record<string, unknown>> {
     if (token.startsWith(REFRESH_TOKEN_PREFIX)) {
       const row = isWellFormedSecret(token, REFRESH_TOKEN_PREFIX) ? await this.repo.findRefreshToken(sha256Hex(token)) : undefined;
-      const now = Date.now();
-      const active =
-        row !== undefined &&
-        (owner === undefined || owner === row.client_id) &&
-        row.revoked_at === null &&
-        row.expires_at.getTime() > now &&
-        row.credential_revoked_at === null &&
-        (row.credential_expires_at === null || row.credential_expires_at.getTime() > now);
-      if (!active) return { active: false };
+      if (!row || (owner !== undefined && owner !== row.client_id) || !refreshTokenLive(row)) return { active: false };
       return {
         active: true,
         token_type: 'refresh_token',
