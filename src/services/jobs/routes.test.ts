@@ -107,6 +107,15 @@ describe('running queries', () => {
     expect(unknown.error.code).toBe('SNAPSHOT_NOT_FOUND');
   });
 
+  it('travels in time by tag', async () => {
+    const { catalog } = t.app.lakeport;
+    await catalog.createTag({ workspace: 'sales', collection: 'orders', dataset: 'daily' }, 'first_load', firstSnapshot, 'alice');
+    const job = await run(alice, "SELECT count(*) AS n FROM sales.orders.daily AT (VERSION => 'first_load')");
+    expect(job.status, JSON.stringify(job.error)).toBe('succeeded');
+    expect((await alice.request('GET', `${J}/jobs/${job.execution_id}/results`)).json().data).toEqual([[100]]);
+    expect((await run(alice, "SELECT 1 FROM sales.orders.daily AT (VERSION => 'no_such_tag')")).error.code).toBe('SNAPSHOT_NOT_FOUND');
+  });
+
   it('reports query errors with their place', async () => {
     const job = await run(alice, 'SELECT no_such_column FROM sales.orders.daily');
     expect(job).toMatchObject({ status: 'failed', error: { code: 'QUERY_ERROR' } });
