@@ -33,6 +33,7 @@ function percentile(values: number[], p: number): number {
   if (p === 0.5 && sorted.length % 2 === 0) return (sorted[sorted.length / 2 - 1] + sorted[sorted.length / 2]) / 2;
   return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(p * sorted.length) - 1))];
 }
+const mb = (bytes: number | undefined) => (bytes === undefined ? 'n/a' : `${(bytes / 1e6).toFixed(0)} MB`);
 const ms = (n: number) => `${n.toFixed(1)} ms`;
 const verdict = (ok: boolean) => (ok ? 'ok' : 'MISSED');
 
@@ -197,12 +198,14 @@ export async function run(): Promise<void> {
     const size = (await fsp.stat(file)).size;
 
     server = await startServer({ env: { LAKEPORT_DATA_DIR: dataDir, LAKEPORT_JOB_WORKERS: String(CLIENTS), LAKEPORT_ACCESS_TOKEN_TTL_SECONDS: '7200' } });
+    const peakAtStart = await server.peakRssBytes();
     const api = await setUp(server.url, server.adminToken);
     process.stderr.write(`uploading ${(size / 1e6).toFixed(0)} MB of Parquet through the upload API...\n`);
     const loaded = await upload(api, file, size);
     const staging = path.join(dataDir, 'lake', '_staging', loaded.contractId);
     const files = (await fsp.readdir(staging)).filter((f) => f.endsWith('.parquet')).map((f) => path.join(staging, f));
     if (files.length === 0) throw new Error(`no committed Parquet files under ${staging}`);
+    const peakAfterUpload = await server.peakRssBytes();
 
     // (a) fixed overhead
     process.stderr.write(`(a) SELECT 1 latency: ${LATENCY_WARMUP} warm-up + ${LATENCY_RUNS} runs...\n`);
@@ -218,6 +221,7 @@ export async function run(): Promise<void> {
     process.stderr.write(`(a) throughput: ${CLIENTS} clients for ${THROUGHPUT_SECONDS} s...\n`);
     const loadAtThroughput = os.loadavg()[0];
     const tp = await throughput(api, CLIENTS, THROUGHPUT_SECONDS);
+    const peakAfterOverhead = await server.peakRssBytes();
 
     // (b) aggregate: service vs raw DuckDB on the same files, alternating so load drift hits both alike
     process.stderr.write(`(b) aggregate: 1 warm-up + ${AGGREGATE_RUNS} runs each, service and raw DuckDB alternating...\n`);
@@ -262,7 +266,7 @@ export async function run(): Promise<void> {
         `    service submit -> succeeded: median ${ms(service)} (worker running_ms median ${ms(median(serviceRunningMs))}); runs ${serviceMs.map((v) => v.toFixed(0)).join(', ')}\n` +
         `    raw DuckDB (threads=2, read_parquet of the same files): median ${ms(rawMedian)}; runs ${rawMs.map((v) => v.toFixed(0)).join(', ')}\n` +
         `    ratio service/raw: ${ratio.toFixed(2)}x — target <= ${TARGET.ratio}x: ${verdict(ratio <= TARGET.ratio)}\n` +
-        `peak server memory (VmHWM): ${peak ? `${(peak / 1e6).toFixed(0)} MB` : 'n/a'}\n`,
+        `peak server memory (VmHWM): ${mb(peak)} (${mb(peakAtStart)} once started, ${mb(peakAfterUpload)} after the upload, ${mb(peakAfterOverhead)} after (a))\n`,
     );
   } finally {
     await server?.stop();
