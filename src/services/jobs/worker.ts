@@ -37,6 +37,8 @@ export class WorkerPool {
   private timers: NodeJS.Timeout[] = [];
   private stopped = true;
   private claiming = false;
+  /** A wake-up that arrived while a claim was under way: claim once more afterwards. */
+  private wokenWhileClaiming = false;
 
   constructor(
     private readonly repo: JobRepo,
@@ -92,14 +94,21 @@ export class WorkerPool {
   }
 
   private async fill() {
-    if (this.stopped || this.claiming) return;
+    if (this.stopped) return;
+    if (this.claiming) {
+      this.wokenWhileClaiming = true;
+      return;
+    }
     this.claiming = true;
     try {
-      while (!this.stopped && this.running.size < this.options.concurrency) {
-        const job = await this.repo.claim(this.id);
-        if (!job) break;
-        this.run(job);
-      }
+      do {
+        this.wokenWhileClaiming = false;
+        while (!this.stopped && this.running.size < this.options.concurrency) {
+          const job = await this.repo.claim(this.id);
+          if (!job) break;
+          this.run(job);
+        }
+      } while (this.wokenWhileClaiming && !this.stopped);
     } catch {
       // The database is unavailable for a moment; the next tick tries again.
     } finally {
