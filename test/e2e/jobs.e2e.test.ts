@@ -5,16 +5,15 @@
  * back (the Parquet with DuckDB) — and finally with the real `lakeport query` command, once succeeding
  * and once failing. With DATABASE_URL set the server runs on a fresh PostgreSQL database, else on PGlite.
  */
-import { execFile } from 'node:child_process';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { parse } from 'csv-parse/sync';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { REPO_ROOT, startServer, type RunningServer } from './server.ts';
+import { describeRun, lakeport, linesOf } from './cli.ts';
+import { startServer, type RunningServer } from './server.ts';
 
-const BIN = path.join(REPO_ROOT, 'bin', 'lakeport.js');
 const DATASET = 'sales.orders.daily';
 const ROWS = 12_000;
 const PAGE = 5_000;
@@ -59,27 +58,6 @@ async function writeCsv(file: string): Promise<void> {
 // The CLI as a user runs it
 // ---------------------------------------------------------------------------------------------------
 
-interface CliRun {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-/** `node bin/lakeport.js …` in the repository root, no terminal; resolves with the exit code whatever it is. */
-function lakeport(args: string[], env: NodeJS.ProcessEnv): Promise<CliRun> {
-  return new Promise((resolve, reject) => {
-    execFile(process.execPath, [BIN, ...args], { cwd: REPO_ROOT, env, timeout: 110_000, maxBuffer: 16 * 1024 * 1024 }, (error, stdout, stderr) => {
-      if (error && typeof error.code !== 'number') {
-        reject(new Error(`lakeport ${args.join(' ')} did not exit normally (${error.code ?? error.signal ?? error.message})\n--- stdout ---\n${stdout}\n--- stderr ---\n${stderr}`));
-        return;
-      }
-      resolve({ code: error ? Number(error.code) : 0, stdout, stderr });
-    });
-  });
-}
-
-const describeRun = (run: CliRun) => `exit ${run.code}\n--- stdout ---\n${run.stdout}\n--- stderr ---\n${run.stderr}`;
-const linesOf = (text: string) => text.split('\n').filter((line) => line.trim() !== '');
 
 // ---------------------------------------------------------------------------------------------------
 // The test

@@ -6,7 +6,6 @@
  * files are read back with a fresh DuckDB straight from where the store keeps them (there is no dataset
  * read API yet). With DATABASE_URL set the server runs on a fresh PostgreSQL database, else on PGlite.
  */
-import { execFile } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs/promises';
 import os from 'node:os';
@@ -16,9 +15,9 @@ import { DuckDBInstance } from '@duckdb/node-api';
 import { parse } from 'csv-parse/sync';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startS3Server, type TestS3Server } from '../s3-server.ts';
-import { REPO_ROOT, startServer, type RunningServer } from './server.ts';
+import { describeRun, lakeport, linesOf } from './cli.ts';
+import { startServer, type RunningServer } from './server.ts';
 
-const BIN = path.join(REPO_ROOT, 'bin', 'lakeport.js');
 const DATASET = 'sales.orders.daily';
 const FIRST_ROWS = 50_000;
 const SECOND_ROWS = 20_000;
@@ -73,29 +72,6 @@ async function writeOrders(file: string, options: { firstId: number; rows: numbe
 // The CLI as a user runs it
 // ---------------------------------------------------------------------------------------------------
 
-interface CliRun {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-/** `node bin/lakeport.js …` in the repository root, no terminal; resolves with the exit code whatever it is. */
-function lakeport(args: string[], env: NodeJS.ProcessEnv): Promise<CliRun> {
-  return new Promise((resolve, reject) => {
-    execFile(process.execPath, [BIN, ...args], { cwd: REPO_ROOT, env, timeout: 110_000, maxBuffer: 16 * 1024 * 1024 }, (error, stdout, stderr) => {
-      if (error && typeof error.code !== 'number') {
-        reject(new Error(`lakeport ${args.join(' ')} did not exit normally (${error.code ?? error.signal ?? error.message})\n--- stdout ---\n${stdout}\n--- stderr ---\n${stderr}`));
-        return;
-      }
-      resolve({ code: error ? Number(error.code) : 0, stdout, stderr });
-    });
-  });
-}
-
-const describeRun = (run: CliRun) => `exit ${run.code}\n--- stdout ---\n${run.stdout}\n--- stderr ---\n${run.stderr}`;
-
-/** The non-empty lines of an output. */
-const linesOf = (text: string) => text.split('\n').filter((line) => line.trim() !== '');
 
 /** The contract id from the CLI's `contract <id> for <dataset>: <state> (mode …)` line. */
 function contractLine(stdout: string): { id: string; destination: string; state: string; mode: string } {
