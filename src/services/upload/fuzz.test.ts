@@ -1,0 +1,69 @@
+import fc from 'fast-check';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { signIn, type TestUser } from '../../../test/clients.ts';
+import { createTestApp, type TestApp } from '../../../test/harness.ts';
+import { multipartBody } from '../../../test/multipart.ts';
+
+let t: TestApp;
+let alice: TestUser;
+let contractId: string;
+
+beforeAll(async () => {
+  t = await createTestApp({}, { workers: false });
+  alice = await signIn(t.app, t.adminToken, 'alice');
+  const acme = (await alice.request('POST', '/billing/v1/accounts', { name: 'Acme' })).json().account_id;
+  await alice.request('PUT', '/control/v1/workspaces/sales', { billing_account: acme, members: [{ identity: 'alice', role: 'owner' }] });
+  const body = await multipartBody({ contract: { destination: 'sales.a.b', schema: { mode: 'declared', columns: [{ name: 'id', type: 'BIGINT' }, { name: 'name', type: 'VARCHAR' }] } }, samples: [{ name: 'f.csv', content: 'id,name\n1,a\n' }] });
+  const res = await t.app.inject({ method: 'POST', url: '/upload/v2/contracts', headers: { ...body.headers, authorization: `Bearer ${alice.token}` }, payload: body.payload });
+  contractId = res.json().contract_id;
+});
+afterAll(async () => t.close());
+
+const noServerError = (res: { statusCode: number; body: string }) => expect(res.statusCode, res.body).toBeLessThan(500);
+
+describe('fuzzing uploads never yields a 5xx', () => {
+  it('negotiation with arbitrary contracts and samples', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.oneof(fc.jsonValue(), fc.string({ maxLength: 200 }), fc.record({ destination: fc.string({ maxLength: 40 }), schema: fc.jsonValue(), format: fc.jsonValue() }, { requiredKeys: [] })),
+        fc.array(fc.record({ name: fc.string({ minLength: 1, maxLength: 20 }), content: fc.oneof(fc.string({ maxLength: 300 }), fc.uint8Array({ maxLength: 300 }).map((a) => Buffer.from(a))) }), { maxLength: 3 }),
+        async (contract, samples) => {
+          const body = await multipartBody({ contract, samples });
+          noServerError(await t.app.inject({ method: 'POST', url: '/upload/v2/contracts', headers: { ...body.headers, authorization: `Bearer ${alice.token}` }, payload: body.payload }));
+        },
+      ),
+      { numRuns: 150 },
+    );
+  });
+
+  it('well-formed contracts over arbitrary CSV and JSONL samples', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.constantFrom('s.csv', 's.jsonl', 's.parquet', 's.tsv'), fc.string({ maxLength: 400 }), fc.constantFrom('auto', 'infer', 'declared'), async (name, content, mode) => {
+        const body = await multipartBody({ contract: { destination: 'sales.fuzz.x', schema: { mode, columns: [{ name: 'a', type: 'INTEGER' }] } }, samples: [{ name, content }] });
+        noServerError(await t.app.inject({ method: 'POST', url: '/upload/v2/contracts', headers: { ...body.headers, authorization: `Bearer ${alice.token}` }, payload: body.payload }));
+      }),
+      { numRuns: 150 },
+    );
+  });
+
+  it('writes of arbitrary bytes', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.oneof(fc.string({ maxLength: 500 }), fc.uint8Array({ maxLength: 500 }).map((a) => Buffer.from(a))), fc.constantFrom('text/csv', 'application/octet-stream', 'application/json', undefined), async (content, type) => {
+        const headers: Record<string, string> = { authorization: `Bearer ${alice.token}`, 'x-file-name': 'f.csv' };
+        if (type) headers['content-type'] = type;
+        noServerError(await t.app.inject({ method: 'POST', url: `/upload/v2/contracts/${contractId}/data`, headers, payload: content }));
+      }),
+      { numRuns: 150 },
+    );
+  });
+
+  it('PATCH and accept with arbitrary JSON', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.jsonValue(), async (body) => {
+        noServerError(await alice.request('PATCH', `/upload/v2/contracts/${contractId}`, body));
+        noServerError(await alice.request('PUT', `/upload/v2/contracts/${contractId}/accept`, body));
+      }),
+      { numRuns: 150 },
+    );
+  });
+});
