@@ -1,7 +1,7 @@
 import path from 'node:path';
 import cookie from '@fastify/cookie';
 import formbody from '@fastify/formbody';
-import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyPluginAsync, type FastifyServerOptions } from 'fastify';
 import { serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import { Authorizer, PolicyGrantSource } from './core/authz/index.ts';
 import { Catalog } from './core/catalog/index.ts';
@@ -63,11 +63,6 @@ declare module 'fastify' {
 
 /** The seven service prefixes of the runtime contract. */
 export const SERVICE_PREFIXES = ['/auth', '/upload', '/jobs', '/billing', '/control', '/policy', '/odata'] as const;
-
-/** Services whose routes are not built yet: mounted with their (empty) OpenAPI document and nothing else. */
-const UNBUILT_SERVICES: { prefix: string; title: string; description: string }[] = [
-  { prefix: '/odata', title: 'Lakeport OData service', description: 'OData v4 over every dataset.' },
-];
 
 const REDACTED_PATHS = [
   'req.headers.authorization',
@@ -156,51 +151,24 @@ export async function buildApp(deps: AppDeps, options: AppOptions = {}): Promise
     sandbox: { memoryLimit: deps.jobs.memoryLimit, threads: deps.jobs.threads, tempDirectory: path.join(deps.scratchDir, 'spill') },
     worker: { concurrency: Math.max(1, deps.jobs.workers) },
   });
-  await app.register(
-    async (service) => {
-      await serviceDocs(service, { title: 'Lakeport authentication service', description: 'OAuth 2.0 tokens, JWKS and client credentials.' });
-      await service.register(auth.routes);
-    },
-    { prefix: AUTH_PREFIX },
-  );
+  /** A service under its prefix, with its own OpenAPI document at `<prefix>/openapi.json`. */
+  const mount = (prefix: string, title: string, description: string, ...plugins: FastifyPluginAsync[]) =>
+    app.register(
+      async (service) => {
+        await serviceDocs(service, { title: `Lakeport ${title}`, description });
+        for (const plugin of plugins) await service.register(plugin);
+      },
+      { prefix },
+    );
+  await mount(AUTH_PREFIX, 'authentication service', 'OAuth 2.0 tokens, JWKS and client credentials.', auth.routes);
   await app.register(auth.rootWellKnown);
-
-  await app.register(
-    async (service) => {
-      await serviceDocs(service, { title: 'Lakeport account service (billing)', description: 'Accounts, members, invoices and workspaces.' });
-      await service.register(accounts.billingRoutes);
-    },
-    { prefix: '/billing' },
-  );
-  await app.register(
-    async (service) => {
-      await serviceDocs(service, { title: 'Lakeport account service (control)', description: 'Accounts, members, invoices, workspaces and guards.' });
-      await service.register(accounts.controlRoutes);
-      await service.register(policy.genesisRoute('accounts'));
-    },
-    { prefix: '/control' },
-  );
-  await app.register(
-    async (service) => {
-      await serviceDocs(service, { title: 'Lakeport upload service', description: 'Schema contracts, streamed writes and atomic commits.' });
-      await service.register(upload.routes);
-    },
-    { prefix: '/upload' },
-  );
-  await app.register(
-    async (service) => {
-      await serviceDocs(service, { title: 'Lakeport query job service', description: 'Asynchronous SQL on DuckDB: jobs, results, downloads, variables and statement check.' });
-      await service.register(jobs.routes);
-    },
-    { prefix: '/jobs' },
-  );
-  await app.register(
-    async (service) => {
-      await serviceDocs(service, { title: 'Lakeport access policy service', description: 'Access policies per workspace.' });
-      await service.register(policy.routes);
-    },
-    { prefix: '/policy' },
-  );
+  await mount('/billing', 'account service (billing)', 'Accounts, members, invoices and workspaces.', accounts.billingRoutes);
+  await mount('/control', 'account service (control)', 'Accounts, members, invoices, workspaces and guards.', accounts.controlRoutes, policy.genesisRoute('accounts'));
+  await mount('/upload', 'upload service', 'Schema contracts, streamed writes and atomic commits.', upload.routes);
+  await mount('/jobs', 'query job service', 'Asynchronous SQL on DuckDB: jobs, results, downloads, variables and statement check.', jobs.routes);
+  await mount('/policy', 'access policy service', 'Access policies per workspace.', policy.routes);
+  // Not built yet: mounted with an empty OpenAPI document and no routes (so they answer 404).
+  await mount('/odata', 'OData service', 'OData v4 over every dataset.');
 
   app.decorate('lakeport', { auth, authz, catalog, policy: policy.policies, accounts: accounts.accounts, workspaces: accounts.workspaces, uploads: upload.uploads, jobs: jobs.jobs, workers: jobs.pool });
   if (options.workers && deps.jobs.workers > 0) {
@@ -223,8 +191,5 @@ export async function buildApp(deps: AppDeps, options: AppOptions = {}): Promise
     app.addHook('onClose', async () => clearInterval(purge));
   }
 
-  for (const svc of UNBUILT_SERVICES) {
-    await app.register(async (service) => serviceDocs(service, svc), { prefix: svc.prefix });
-  }
   return app;
 }
