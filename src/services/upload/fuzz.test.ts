@@ -57,6 +57,13 @@ describe('fuzzing uploads never yields a 5xx', () => {
     );
   });
 
+  it('a file sent as application/json is a file, not a JSON body', async () => {
+    for (const content of ['0', '{"id": 1}', '[1,2]']) {
+      const res = await t.app.inject({ method: 'POST', url: `/upload/v2/contracts/${contractId}/data`, headers: { authorization: `Bearer ${alice.token}`, 'x-file-name': 'f.csv', 'content-type': 'application/json' }, payload: content });
+      noServerError(res);
+    }
+  });
+
   it('PATCH and accept with arbitrary JSON', async () => {
     await fc.assert(
       fc.asyncProperty(fc.jsonValue(), async (body) => {

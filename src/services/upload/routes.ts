@@ -6,7 +6,7 @@ import { pipeline } from 'node:stream/promises';
 import type { Readable } from 'node:stream';
 import multipart from '@fastify/multipart';
 import type { FastifyRequest } from 'fastify';
-import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import type { FastifyPluginAsyncZod, ZodTypeProvider } from 'fastify-type-provider-zod';
 import { AppError, RequestValidationError } from '../../core/errors/index.ts';
 import { principalOf, requireAuth, type TokenVerifier } from '../../core/http/index.ts';
 import * as S from './schemas.ts';
@@ -54,12 +54,7 @@ export const uploadRoutes =
   (deps: UploadRouteDeps): FastifyPluginAsyncZod =>
   async (app) => {
     const { uploads } = deps;
-    // JSON for the small bodies, multipart for negotiation; any other body (a file, whatever its
-    // content-type, or none) streams through untouched and the service writes it to disk as it arrives.
-    app.removeAllContentTypeParsers();
-    app.addContentTypeParser('application/json', { parseAs: 'string' }, app.getDefaultJsonParser('error', 'ignore'));
     await app.register(multipart, { limits: { fileSize: uploads.sampleMaxBytes, files: 1000, fields: 20, fieldSize: 1024 * 1024 } });
-    app.addContentTypeParser('*', (_request, payload, done) => done(null, payload));
     app.addHook('onRequest', requireAuth(deps.verifier, 'upload'));
 
     app.post('/v2/contracts', { schema: { summary: 'Negotiate a contract from samples (multipart: contract + one sample per file)', consumes: ['multipart/form-data'] } }, async (request, reply) => {
@@ -90,14 +85,21 @@ export const uploadRoutes =
       uploads.accept(principalOf(request), request.params.contract_id, request.body.schema_fingerprint),
     );
 
-    app.post(
-      '/v2/contracts/:contract_id/data',
-      { schema: { summary: 'Stream one file; it is converted to Parquet with the contract types', params: S.ContractParams, headers: S.DataHeaders } },
-      async (request) => {
-        const body = (request.body as Readable | undefined) ?? request.raw;
-        return uploads.write(principalOf(request), request.params.contract_id, request.headers['x-file-name'], body);
-      },
-    );
+    // A file body streams through untouched, whatever its content-type (or none): no parser may
+    // consume it, so this route has its own context whose only parser passes the stream on.
+    await app.register(async (context) => {
+      const files = context.withTypeProvider<ZodTypeProvider>();
+      files.removeAllContentTypeParsers();
+      files.addContentTypeParser('*', (_request, payload, done) => done(null, payload));
+      files.post(
+        '/v2/contracts/:contract_id/data',
+        { schema: { summary: 'Stream one file; it is converted to Parquet with the contract types', params: S.ContractParams, headers: S.DataHeaders } },
+        async (request) => {
+          const body = (request.body as Readable | undefined) ?? request.raw;
+          return uploads.write(principalOf(request), request.params.contract_id, request.headers['x-file-name'], body);
+        },
+      );
+    });
 
     app.post(
       '/v2/contracts/:contract_id/commit',
