@@ -44,3 +44,19 @@ export async function signIn(
       }),
   };
 }
+
+/**
+ * An account owned by `owner` and a workspace billed to it, with `members` as its genesis grants
+ * (the owner is made an owner member when not listed). Returns the account id.
+ */
+export async function createWorkspace(owner: TestUser, workspace: string, members: Record<string, 'owner' | 'admin' | 'writer' | 'reader'> = {}): Promise<string> {
+  const account = await owner.request('POST', '/billing/v1/accounts', { name: `${workspace} account` });
+  if (account.statusCode !== 201) throw new Error(`account for ${owner.identity}: ${account.statusCode} ${account.body}`);
+  const grants = { [owner.identity]: 'owner', ...members };
+  const res = await owner.request('PUT', `/control/v1/workspaces/${workspace}`, {
+    billing_account: account.json().account_id,
+    members: Object.entries(grants).map(([identity, role]) => ({ identity, role })),
+  });
+  if (res.statusCode !== 200) throw new Error(`workspace ${workspace}: ${res.statusCode} ${res.body}`);
+  return account.json().account_id;
+}

@@ -2,7 +2,7 @@ import { DuckDBInstance } from '@duckdb/node-api';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { signIn, type TestUser } from '../../../test/clients.ts';
+import { createWorkspace, signIn, type TestUser } from '../../../test/clients.ts';
 import { createTestApp, tempDir, type TestApp } from '../../../test/harness.ts';
 import { seedSnapshot } from '../../../test/seed.ts';
 
@@ -22,11 +22,9 @@ const orderColumns = [
 beforeAll(async () => {
   t = await createTestApp();
   [alice, rita, eve] = await Promise.all(['alice', 'rita', 'eve'].map((id) => signIn(t.app, t.adminToken, id)));
-  const acme = (await alice.request('POST', '/billing/v1/accounts', { name: 'Acme' })).json().account_id;
-  await alice.request('PUT', '/control/v1/workspaces/sales', { billing_account: acme, members: [{ identity: 'alice', role: 'owner' }] });
+  await createWorkspace(alice, 'sales');
   await alice.request('POST', '/policy/v1/access/workspace/sales/policies', { principal: { identity: 'rita' }, role: 'reader', pattern: 'sales.orders.*' });
-  const evil = (await eve.request('POST', '/billing/v1/accounts', { name: 'Evil' })).json().account_id;
-  await eve.request('PUT', '/control/v1/workspaces/ops', { billing_account: evil, members: [{ identity: 'eve', role: 'owner' }] });
+  await createWorkspace(eve, 'ops');
   const order = { workspace: 'sales', collection: 'orders', dataset: 'daily' };
   firstSnapshot = await seedSnapshot(t, order, orderColumns, `SELECT i AS id, 'cat_' || (i % 3) AS category, (i * 1.5)::DECIMAL(18,2) AS amount FROM range(1, 101) t(i)`);
   await seedSnapshot(t, order, orderColumns, `SELECT i AS id, 'cat_' || (i % 3) AS category, (i * 1.5)::DECIMAL(18,2) AS amount FROM range(101, 121) t(i)`);

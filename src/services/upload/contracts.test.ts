@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { signIn, type TestUser } from '../../../test/clients.ts';
+import { createWorkspace, signIn, type TestUser } from '../../../test/clients.ts';
 import { createTestApp, tempDir, type TestApp } from '../../../test/harness.ts';
 import { multipartBody } from '../../../test/multipart.ts';
 
@@ -26,18 +26,8 @@ beforeAll(async () => {
   t = await createTestApp();
   [alice, will, rita, eve] = await Promise.all(['alice', 'will', 'rita', 'eve'].map((id) => signIn(t.app, t.adminToken, id)));
   aliceJobsOnly = await signIn(t.app, t.adminToken, 'alice', { scopes: ['jobs'] });
-  const acme = (await alice.request('POST', '/billing/v1/accounts', { name: 'Acme' })).json().account_id;
-  const ws = await alice.request('PUT', '/control/v1/workspaces/sales', {
-    billing_account: acme,
-    members: [
-      { identity: 'alice', role: 'owner' },
-      { identity: 'will', role: 'writer' },
-      { identity: 'rita', role: 'reader' },
-    ],
-  });
-  expect(ws.statusCode, ws.body).toBe(200);
-  const evil = (await eve.request('POST', '/billing/v1/accounts', { name: 'Evil' })).json().account_id;
-  expect((await eve.request('PUT', '/control/v1/workspaces/ops', { billing_account: evil, members: [{ identity: 'eve', role: 'owner' }] })).statusCode).toBe(200);
+  await createWorkspace(alice, 'sales', { will: 'writer', rita: 'reader' });
+  await createWorkspace(eve, 'ops');
   duck = await DuckDBInstance.create(':memory:');
   db = await duck.connect();
   await db.run("SET TimeZone='UTC'");

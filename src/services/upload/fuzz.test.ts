@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { signIn, type TestUser } from '../../../test/clients.ts';
+import { createWorkspace, signIn, type TestUser } from '../../../test/clients.ts';
 import { createTestApp, type TestApp } from '../../../test/harness.ts';
 import { multipartBody } from '../../../test/multipart.ts';
 
@@ -11,8 +11,7 @@ let contractId: string;
 beforeAll(async () => {
   t = await createTestApp({}, { workers: false });
   alice = await signIn(t.app, t.adminToken, 'alice');
-  const acme = (await alice.request('POST', '/billing/v1/accounts', { name: 'Acme' })).json().account_id;
-  await alice.request('PUT', '/control/v1/workspaces/sales', { billing_account: acme, members: [{ identity: 'alice', role: 'owner' }] });
+  await createWorkspace(alice, 'sales');
   const body = await multipartBody({ contract: { destination: 'sales.a.b', schema: { mode: 'declared', columns: [{ name: 'id', type: 'BIGINT' }, { name: 'name', type: 'VARCHAR' }] } }, samples: [{ name: 'f.csv', content: 'id,name\n1,a\n' }] });
   const res = await t.app.inject({ method: 'POST', url: '/upload/v2/contracts', headers: { ...body.headers, authorization: `Bearer ${alice.token}` }, payload: body.payload });
   contractId = res.json().contract_id;

@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { signIn, type TestUser } from '../../../test/clients.ts';
+import { createWorkspace, signIn, type TestUser } from '../../../test/clients.ts';
 import { createTestApp, tempDir, type TestApp } from '../../../test/harness.ts';
 import { multipartBody } from '../../../test/multipart.ts';
 
@@ -21,9 +21,7 @@ const fixtures = tempDir('lakeport-messy-');
 beforeAll(async () => {
   t = await createTestApp();
   alice = await signIn(t.app, t.adminToken, 'alice');
-  const acme = (await alice.request('POST', '/billing/v1/accounts', { name: 'Acme' })).json().account_id;
-  const ws = await alice.request('PUT', '/control/v1/workspaces/sales', { billing_account: acme, members: [{ identity: 'alice', role: 'owner' }] });
-  expect(ws.statusCode, ws.body).toBe(200);
+  await createWorkspace(alice, 'sales');
   duck = await DuckDBInstance.create(':memory:');
   db = await duck.connect();
   await db.run("SET TimeZone='UTC'");

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { signIn, type TestUser } from '../../../test/clients.ts';
+import { createWorkspace, signIn, type TestUser } from '../../../test/clients.ts';
 import { createTestApp, type TestApp } from '../../../test/harness.ts';
 import { multipartBody } from '../../../test/multipart.ts';
 
@@ -11,17 +11,8 @@ let eve: TestUser; // another tenant
 beforeAll(async () => {
   t = await createTestApp();
   [alice, rita, eve] = await Promise.all(['alice', 'rita', 'eve'].map((id) => signIn(t.app, t.adminToken, id)));
-  const acme = (await alice.request('POST', '/billing/v1/accounts', { name: 'Acme' })).json().account_id;
-  const ws = await alice.request('PUT', '/control/v1/workspaces/sales', {
-    billing_account: acme,
-    members: [
-      { identity: 'alice', role: 'owner' },
-      { identity: 'rita', role: 'reader' },
-    ],
-  });
-  expect(ws.statusCode).toBe(200);
-  const evil = (await eve.request('POST', '/billing/v1/accounts', { name: 'Evil' })).json().account_id;
-  await eve.request('PUT', '/control/v1/workspaces/ops', { billing_account: evil, members: [{ identity: 'eve', role: 'owner' }] });
+  await createWorkspace(alice, 'sales', { rita: 'reader' });
+  await createWorkspace(eve, 'ops');
 });
 afterAll(async () => t.close());
 

@@ -4,7 +4,7 @@
  */
 import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { signIn, type TestUser } from '../../../test/clients.ts';
+import { createWorkspace, signIn, type TestUser } from '../../../test/clients.ts';
 import { createTestApp, type TestApp } from '../../../test/harness.ts';
 import { multipartBody } from '../../../test/multipart.ts';
 
@@ -18,16 +18,7 @@ let db: DuckDBConnection;
 beforeAll(async () => {
   t = await createTestApp();
   [alice, will, walt] = await Promise.all(['alice', 'will', 'walt'].map((id) => signIn(t.app, t.adminToken, id)));
-  const acme = (await alice.request('POST', '/billing/v1/accounts', { name: 'Acme' })).json().account_id;
-  const ws = await alice.request('PUT', '/control/v1/workspaces/sales', {
-    billing_account: acme,
-    members: [
-      { identity: 'alice', role: 'owner' },
-      { identity: 'will', role: 'writer' },
-      { identity: 'walt', role: 'writer' },
-    ],
-  });
-  expect(ws.statusCode, ws.body).toBe(200);
+  await createWorkspace(alice, 'sales', { will: 'writer', walt: 'writer' });
   duck = await DuckDBInstance.create(':memory:');
   db = await duck.connect();
   await db.run("SET TimeZone='UTC'");
