@@ -6,6 +6,7 @@
  */
 import { parse } from 'csv-parse/sync';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { httpApi } from './http.ts';
 import { startServer, type RunningServer } from './server.ts';
 
 let server: RunningServer;
@@ -18,39 +19,7 @@ afterAll(async () => {
   await server?.stop();
 }, 60_000);
 
-interface Reply {
-  status: number;
-  headers: Headers;
-  body: any;
-  text: string;
-}
-
-/** One request as a script would make it; the body is parsed as JSON when it is JSON. */
-async function call(method: string, path: string, options: { token?: string; admin?: boolean; json?: unknown } = {}): Promise<Reply> {
-  const headers: Record<string, string> = { accept: 'application/json' };
-  if (options.token) headers.authorization = `Bearer ${options.token}`;
-  if (options.admin) headers['x-admin-token'] = server.adminToken;
-  if (options.json !== undefined) headers['content-type'] = 'application/json';
-  const response = await fetch(`${server.url}${path}`, {
-    method,
-    headers,
-    body: options.json === undefined ? undefined : JSON.stringify(options.json),
-  });
-  const text = await response.text();
-  let body: any;
-  try {
-    body = JSON.parse(text);
-  } catch {
-    body = undefined;
-  }
-  return { status: response.status, headers: response.headers, body, text };
-}
-
-/** Asserts the status, showing the body when it differs, and returns the parsed body. */
-function expectStatus(reply: Reply, status: number): any {
-  expect(reply.status, `${reply.status} ${reply.text}`).toBe(status);
-  return reply.body;
-}
+const { call, expectStatus } = httpApi(() => server);
 
 /** The admin creates a credential for `identity` and exchanges its secret for an access token. */
 async function tokenFor(identity: string): Promise<string> {

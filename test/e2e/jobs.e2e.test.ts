@@ -12,6 +12,7 @@ import { DuckDBInstance } from '@duckdb/node-api';
 import { parse } from 'csv-parse/sync';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { describeRun, lakeport, linesOf } from './cli.ts';
+import { httpApi } from './http.ts';
 import { startServer, type RunningServer } from './server.ts';
 
 const DATASET = 'sales.orders.daily';
@@ -84,27 +85,7 @@ describe('query jobs end to end', { timeout: 120_000 }, () => {
     }
   }, 60_000);
 
-  async function call(method: string, pathOrUrl: string, options: { token?: string; admin?: boolean; json?: unknown } = {}) {
-    const headers: Record<string, string> = { accept: 'application/json' };
-    if (options.token) headers.authorization = `Bearer ${options.token}`;
-    if (options.admin) headers['x-admin-token'] = server.adminToken;
-    if (options.json !== undefined) headers['content-type'] = 'application/json';
-    const url = /^https?:\/\//.test(pathOrUrl) ? pathOrUrl : `${server.url}${pathOrUrl}`;
-    const response = await fetch(url, { method, headers, body: options.json === undefined ? undefined : JSON.stringify(options.json) });
-    const text = await response.text();
-    let body: any;
-    try {
-      body = JSON.parse(text);
-    } catch {
-      body = undefined;
-    }
-    return { status: response.status, body, text };
-  }
-
-  function expectStatus(reply: { status: number; text: string; body: any }, status: number): any {
-    expect(reply.status, `${reply.status} ${reply.text}`).toBe(status);
-    return reply.body;
-  }
+  const { call, expectStatus } = httpApi(() => server);
 
   /** A download as raw bytes, with its content type and file name. */
   async function download(format: 'csv' | 'json' | 'parquet', query = `&limit=${ROWS * 10}`) {

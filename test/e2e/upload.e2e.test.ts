@@ -16,6 +16,7 @@ import { parse } from 'csv-parse/sync';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startS3Server, type TestS3Server } from '../s3-server.ts';
 import { describeRun, lakeport, linesOf } from './cli.ts';
+import { httpApi } from './http.ts';
 import { startServer, type RunningServer } from './server.ts';
 
 const DATASET = 'sales.orders.daily';
@@ -264,26 +265,7 @@ describe.each([['file'], ['s3']] as const)('lakeport upload end to end on the %s
     }
   }, 60_000);
 
-  async function call(method: string, pathname: string, options: { token?: string; admin?: boolean; json?: unknown } = {}) {
-    const headers: Record<string, string> = { accept: 'application/json' };
-    if (options.token) headers.authorization = `Bearer ${options.token}`;
-    if (options.admin) headers['x-admin-token'] = server.adminToken;
-    if (options.json !== undefined) headers['content-type'] = 'application/json';
-    const response = await fetch(`${server.url}${pathname}`, { method, headers, body: options.json === undefined ? undefined : JSON.stringify(options.json) });
-    const text = await response.text();
-    let body: any;
-    try {
-      body = JSON.parse(text);
-    } catch {
-      body = undefined;
-    }
-    return { status: response.status, body, text };
-  }
-
-  function expectStatus(reply: { status: number; text: string; body: any }, status: number): any {
-    expect(reply.status, `${reply.status} ${reply.text}`).toBe(status);
-    return reply.body;
-  }
+  const { call, expectStatus } = httpApi(() => server);
 
   /** The environment a user's shell (or CI job) gives the CLI: the server and alice's credentials. */
   function cliEnv(): NodeJS.ProcessEnv {
