@@ -4,11 +4,17 @@
 //      sequential runs), and jobs per second with 8 concurrent clients submitting `SELECT 1`-class jobs;
 //  (b) an aggregate query (group-by over the whole dataset) through the service vs the same query in a
 //      raw DuckDB (threads=2) over the very files the commit published, in the same run.
+// Also printed: which metadata database the server used (DATABASE_URL set → PostgreSQL, else PGlite),
+// the server's CPU time per job (whole process, and its main thread alone: the figures that hold up
+// best on a shared, noisy machine), and how many jobs ran on a warm pooled sandbox engine (counted
+// from the engines' work directories appearing under <data dir>/tmp/scratch/spill).
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
+import pg from 'pg';
 import { startServer } from './lib/server.ts';
 
 const ROWS = Number(process.env.BENCH_ROWS ?? 10_000_000);
@@ -36,6 +42,98 @@ function percentile(values: number[], p: number): number {
 const mb = (bytes: number | undefined) => (bytes === undefined ? 'n/a' : `${(bytes / 1e6).toFixed(0)} MB`);
 const ms = (n: number) => `${n.toFixed(1)} ms`;
 const verdict = (ok: boolean) => (ok ? 'ok' : 'MISSED');
+
+/** The metadata database the server will use, for the report (no password). */
+function databaseLabel(url: string | undefined): string {
+  if (!url) return 'PGlite (embedded, in the data directory)';
+  try {
+    const u = new URL(url);
+    return `PostgreSQL (${u.host}${u.pathname}, a fresh database next to the one DATABASE_URL names, dropped afterwards)`;
+  } catch {
+    return 'PostgreSQL';
+  }
+}
+
+/**
+ * With DATABASE_URL, a fresh database next to the one it names: every run starts empty (the upload's
+ * idempotency key, the jobs table and the signing keys, sealed with this run's master key, are the
+ * run's own).
+ */
+async function freshDatabase(adminUrl: string): Promise<{ url: string; drop(): Promise<void> }> {
+  const name = `lakeport_bench_${crypto.randomBytes(6).toString('hex')}`;
+  const admin = async (statement: string) => {
+    const client = new pg.Client({ connectionString: adminUrl });
+    await client.connect();
+    try {
+      await client.query(statement);
+    } finally {
+      await client.end();
+    }
+  };
+  await admin(`CREATE DATABASE ${name}`);
+  const url = new URL(adminUrl);
+  url.pathname = `/${name}`;
+  return { url: url.toString(), drop: () => admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`) };
+}
+
+/** The pid of the server process (our child running `lakeport.js serve`). */
+function serverPid(): number | undefined {
+  for (const entry of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = fs.readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      if (ppid === process.pid && fs.readFileSync(`/proc/${entry}/cmdline`, 'utf8').includes('lakeport.js')) return Number(entry);
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return undefined;
+}
+
+/** CPU time (user + system, ms) of a process and of its main thread, from /proc. */
+function cpuMs(pid: number | undefined): { process: number; main: number } | undefined {
+  if (pid === undefined) return undefined;
+  const ticks = (file: string) => {
+    const stat = fs.readFileSync(file, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return Number(fields[11]) + Number(fields[12]); // utime, stime (fields 14 and 15)
+  };
+  try {
+    const hz = 100; // USER_HZ on Linux
+    return { process: (ticks(`/proc/${pid}/stat`) * 1000) / hz, main: (ticks(`/proc/${pid}/task/${pid}/stat`) * 1000) / hz };
+  } catch {
+    return undefined;
+  }
+}
+
+/** Server CPU per job between two cpuMs() readings. */
+function cpuPerJob(before: ReturnType<typeof cpuMs>, after: ReturnType<typeof cpuMs>, jobs: number): string {
+  if (!before || !after || jobs === 0) return 'server CPU n/a';
+  return `server CPU per job ${((after.process - before.process) / jobs).toFixed(1)} ms (main thread ${((after.main - before.main) / jobs).toFixed(1)} ms)`;
+}
+
+/**
+ * Counts sandbox engines the server creates: each has its own `lakeport-sandbox-*` work directory
+ * under the spill directory. Jobs minus engines created = jobs served by a warm pooled engine.
+ */
+function watchEngines(spillDir: string) {
+  fs.mkdirSync(spillDir, { recursive: true });
+  const names = new Set<string>();
+  const watcher = fs.watch(spillDir, (_event, name) => {
+    if (name && String(name).startsWith('lakeport-sandbox-')) names.add(String(name));
+  });
+  return {
+    created: () => names.size,
+    close: () => watcher.close(),
+  };
+}
+
+function hitRate(jobs: number, created: number): string {
+  if (jobs === 0) return 'n/a';
+  const hits = Math.max(0, jobs - created);
+  return `${((100 * hits) / jobs).toFixed(1)}% (${hits} of ${jobs} jobs on a warm engine, ${created} engine(s) created)`;
+}
 
 async function makeParquet(file: string) {
   const db = await DuckDBInstance.create(':memory:');
@@ -191,13 +289,20 @@ export async function run(): Promise<void> {
   await fsp.mkdir(dataDir);
   const loadBefore = os.loadavg();
   let server: Awaited<ReturnType<typeof startServer>> | undefined;
+  let engines: ReturnType<typeof watchEngines> | undefined;
+  let database: Awaited<ReturnType<typeof freshDatabase>> | undefined;
   try {
     const file = path.join(dir, 'orders.parquet');
     process.stderr.write(`generating ${ROWS.toLocaleString()} rows of Parquet...\n`);
     await makeParquet(file);
     const size = (await fsp.stat(file)).size;
 
-    server = await startServer({ env: { LAKEPORT_DATA_DIR: dataDir, LAKEPORT_JOB_WORKERS: String(CLIENTS), LAKEPORT_ACCESS_TOKEN_TTL_SECONDS: '7200' } });
+    if (process.env.DATABASE_URL) database = await freshDatabase(process.env.DATABASE_URL);
+    server = await startServer({
+      env: { LAKEPORT_DATA_DIR: dataDir, LAKEPORT_JOB_WORKERS: String(CLIENTS), LAKEPORT_ACCESS_TOKEN_TTL_SECONDS: '7200', ...(database ? { DATABASE_URL: database.url } : {}) },
+    });
+    engines = watchEngines(path.join(dataDir, 'tmp', 'scratch', 'spill'));
+    const pid = serverPid();
     const peakAtStart = await server.peakRssBytes();
     const api = await setUp(server.url, server.adminToken);
     process.stderr.write(`uploading ${(size / 1e6).toFixed(0)} MB of Parquet through the upload API...\n`);
@@ -211,7 +316,11 @@ export async function run(): Promise<void> {
     process.stderr.write(`(a) SELECT 1 latency: ${LATENCY_WARMUP} warm-up + ${LATENCY_RUNS} runs...\n`);
     for (let i = 0; i < LATENCY_WARMUP; i++) await roundTrip(api, 'SELECT 1', [1]);
     const latencies: number[] = [];
+    const enginesBeforeLatency = engines.created();
+    const cpuBeforeLatency = cpuMs(pid);
     for (let i = 0; i < LATENCY_RUNS; i++) latencies.push(await roundTrip(api, 'SELECT 1', [1]));
+    const cpuAfterLatency = cpuMs(pid);
+    const enginesLatency = engines.created() - enginesBeforeLatency;
     // The same through a view over the dataset's files (the sandbox opens them), for comparison.
     const datasetLatencies: number[] = [];
     for (let i = 0; i < 20 + 2; i++) {
@@ -220,12 +329,17 @@ export async function run(): Promise<void> {
     }
     process.stderr.write(`(a) throughput: ${CLIENTS} clients for ${THROUGHPUT_SECONDS} s...\n`);
     const loadAtThroughput = os.loadavg()[0];
+    const enginesBeforeThroughput = engines.created();
+    const cpuBeforeThroughput = cpuMs(pid);
     const tp = await throughput(api, CLIENTS, THROUGHPUT_SECONDS);
+    const cpuAfterThroughput = cpuMs(pid);
+    const enginesThroughput = engines.created() - enginesBeforeThroughput;
     const peakAfterOverhead = await server.peakRssBytes();
 
     // (b) aggregate: service vs raw DuckDB on the same files, alternating so load drift hits both alike
     process.stderr.write(`(b) aggregate: 1 warm-up + ${AGGREGATE_RUNS} runs each, service and raw DuckDB alternating...\n`);
     const raw = await rawDuckDb(files);
+    const enginesBeforeAggregate = engines.created();
     const serviceMs: number[] = [];
     const serviceRunningMs: number[] = [];
     const rawMs: number[] = [];
@@ -245,6 +359,7 @@ export async function run(): Promise<void> {
     } finally {
       raw.close();
     }
+    const enginesAggregate = engines.created() - enginesBeforeAggregate;
     const peak = await server.peakRssBytes();
     const loadAfter = os.loadavg();
 
@@ -255,21 +370,26 @@ export async function run(): Promise<void> {
     process.stdout.write(
       `\nLakeport jobs benchmark: ${ROWS.toLocaleString()} rows (${(size / 1e6).toFixed(1)} MB Parquet, ${files.length} committed file(s)), ` +
         `${CLIENTS} job workers (node ${process.version}, ${os.cpus().length} cores)\n` +
+        `metadata database: ${databaseLabel(database?.url)}\n` +
         `load average 1/5/15 min: ${loadBefore.map((l) => l.toFixed(2)).join(' ')} before, ${loadAfter.map((l) => l.toFixed(2)).join(' ')} after\n` +
         `upload (footer negotiate + accept + data + commit): ${loaded.seconds.toFixed(1)} s\n` +
         `(a) SELECT 1 submit -> succeeded -> first page: median ${ms(overhead)}, p95 ${ms(percentile(latencies, 0.95))}, min ${ms(Math.min(...latencies))} ` +
         `(${LATENCY_RUNS} runs) — target <= ${TARGET.overheadMs} ms: ${verdict(overhead <= TARGET.overheadMs)}\n` +
+        `    ${cpuPerJob(cpuBeforeLatency, cpuAfterLatency, LATENCY_RUNS)}; sandbox pool hit rate ${hitRate(LATENCY_RUNS, enginesLatency)}\n` +
         `    point lookup on the dataset (SELECT id … WHERE id = 0), same round trip: median ${ms(median(datasetLatencies))}, p95 ${ms(percentile(datasetLatencies, 0.95))} (20 runs)\n` +
         `(a) ${CLIENTS} concurrent clients, SELECT <n>: ${tp.jobs} jobs in ${tp.elapsed.toFixed(1)} s = ${tp.perSecond.toFixed(1)} jobs/s ` +
         `(per job median ${ms(tp.median)}, p95 ${ms(tp.p95)}; 1-min load ${loadAtThroughput.toFixed(2)} at start) — target >= ${TARGET.jobsPerSecond} jobs/s: ${verdict(tp.perSecond >= TARGET.jobsPerSecond)}\n` +
+        `    ${cpuPerJob(cpuBeforeThroughput, cpuAfterThroughput, tp.jobs)}; sandbox pool hit rate ${hitRate(tp.jobs, enginesThroughput)}\n` +
         `(b) ${AGGREGATE}\n` +
         `    service submit -> succeeded: median ${ms(service)} (worker running_ms median ${ms(median(serviceRunningMs))}); runs ${serviceMs.map((v) => v.toFixed(0)).join(', ')}\n` +
         `    raw DuckDB (threads=2, read_parquet of the same files): median ${ms(rawMedian)}; runs ${rawMs.map((v) => v.toFixed(0)).join(', ')}\n` +
-        `    ratio service/raw: ${ratio.toFixed(2)}x — target <= ${TARGET.ratio}x: ${verdict(ratio <= TARGET.ratio)}\n` +
+        `    ratio service/raw: ${ratio.toFixed(2)}x — target <= ${TARGET.ratio}x: ${verdict(ratio <= TARGET.ratio)}; sandbox pool hit rate ${hitRate(AGGREGATE_RUNS + 1, enginesAggregate)}\n` +
         `peak server memory (VmHWM): ${mb(peak)} (${mb(peakAtStart)} once started, ${mb(peakAfterUpload)} after the upload, ${mb(peakAfterOverhead)} after (a))\n`,
     );
   } finally {
+    engines?.close();
     await server?.stop();
+    await database?.drop();
     await fsp.rm(dir, { recursive: true, force: true });
   }
 }

@@ -9,13 +9,14 @@ import type { Sealer } from './core/crypto/index.ts';
 import type { Db } from './core/db/index.ts';
 import { registerErrorHandling } from './core/errors/index.ts';
 import { requestIdOptions, serviceDocs, type AdminToken, type PublicUrl } from './core/http/index.ts';
-import type { Ingestor, SqlAnalyzer } from './core/engine/index.ts';
+import type { Ingestor, RowReader, SqlAnalyzer } from './core/engine/index.ts';
 import type { BlobStore } from './core/storage/index.ts';
 import { catalogNamespaces, createAccountsService, type AccountService, type WorkspaceService } from './services/accounts/index.ts';
 import { AUTH_PREFIX, createAuthService, type AuthService } from './services/auth/index.ts';
 import { createPolicyService, type PolicyService } from './services/policy/index.ts';
 import { createJobsService, type JobsService, type WorkerPool } from './services/jobs/index.ts';
 import { createUploadService, type UploadService } from './services/upload/index.ts';
+import { createODataService } from './services/odata/index.ts';
 
 export interface AppDeps {
   db: Db;
@@ -26,6 +27,8 @@ export interface AppDeps {
   refreshTokenTtlDays: number;
   blobs: BlobStore;
   ingestor: Ingestor;
+  /** Lakeport's own DuckDB read path (OData). */
+  reader: RowReader;
   /** Local scratch space for uploads in flight and downloads. */
   scratchDir: string;
   analyzer: SqlAnalyzer;
@@ -150,6 +153,16 @@ export async function buildApp(deps: AppDeps, options: AppOptions = {}): Promise
     timeoutMs: deps.jobs.timeoutMs,
     sandbox: { memoryLimit: deps.jobs.memoryLimit, threads: deps.jobs.threads, tempDirectory: path.join(deps.scratchDir, 'spill') },
     worker: { concurrency: Math.max(1, deps.jobs.workers) },
+    statements: {
+      policy: policy.policies,
+      sealer: deps.sealer,
+      directory: {
+        workspace: async (name) => {
+          const record = await accounts.records.get(name);
+          return record && { billingAccount: record.billing_account, deleted: record.deleted_at !== null };
+        },
+      },
+    },
   });
   /** A service under its prefix, with its own OpenAPI document at `<prefix>/openapi.json`. */
   const mount = (prefix: string, title: string, description: string, ...plugins: FastifyPluginAsync[]) =>
@@ -167,8 +180,20 @@ export async function buildApp(deps: AppDeps, options: AppOptions = {}): Promise
   await mount('/upload', 'upload service', 'Schema contracts, streamed writes and atomic commits.', upload.routes);
   await mount('/jobs', 'query job service', 'Asynchronous SQL on DuckDB: jobs, results, downloads, variables and statement check.', jobs.routes);
   await mount('/policy', 'access policy service', 'Access policies per workspace.', policy.routes);
-  // Not built yet: mounted with an empty OpenAPI document and no routes (so they answer 404).
-  await mount('/odata', 'OData service', 'OData v4 over every dataset.');
+  const odata = createODataService({
+    catalog,
+    authz,
+    blobs: deps.blobs,
+    reader: deps.reader,
+    verifier: auth.verifier,
+    clients: auth.tokens,
+    baseUrl: () => deps.publicUrl.service('/odata'),
+    workspaceActive: async (name) => {
+      const record = await accounts.records.get(name);
+      return record !== undefined && !record.deleted_at;
+    },
+  });
+  await mount('/odata', 'OData service', 'OData v4 over every dataset the caller may read, for Power BI, Excel and scripts.', odata.routes);
 
   app.decorate('lakeport', { auth, authz, catalog, policy: policy.policies, accounts: accounts.accounts, workspaces: accounts.workspaces, uploads: upload.uploads, jobs: jobs.jobs, workers: jobs.pool });
   if (options.workers && deps.jobs.workers > 0) {

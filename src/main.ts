@@ -6,7 +6,7 @@ import type { Config } from './config.ts';
 import { loadMasterKey, readOrCreateSecretFile, Sealer } from './core/crypto/index.ts';
 import { migrate, openDatabase, type Db } from './core/db/index.ts';
 import { AdminToken, PublicUrl } from './core/http/index.ts';
-import { Ingestor, SqlAnalyzer } from './core/engine/index.ts';
+import { Ingestor, RowReader, SqlAnalyzer } from './core/engine/index.ts';
 import { createBlobStore } from './core/storage/index.ts';
 
 export interface Runtime {
@@ -45,6 +45,7 @@ export async function openRuntime(config: Config): Promise<Runtime> {
       refreshTokenTtlDays: config.refreshTokenTtlDays,
       blobs: await createBlobStore(config),
       ingestor: await Ingestor.create({ tempDirectory: path.join(config.dataDir, 'tmp', 'duckdb') }),
+      reader: await RowReader.create({ tempDirectory: path.join(config.dataDir, 'tmp', 'duckdb-read') }),
       scratchDir: path.join(config.dataDir, 'tmp', 'scratch'),
       analyzer: await SqlAnalyzer.create(),
       jobs: { timeoutMs: config.jobTimeoutSeconds * 1000, workers: config.jobWorkers, memoryLimit: config.jobMemoryLimit, threads: config.jobThreads },

@@ -5,11 +5,11 @@ import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import pg from 'pg';
 import { inject } from 'vitest';
-import { buildApp, type AppDeps } from '../src/app.ts';
+import { buildApp, type AppDeps, type AppOptions } from '../src/app.ts';
 import { Sealer } from '../src/core/crypto/index.ts';
 import { migrate, openDatabase, type Db } from '../src/core/db/index.ts';
 import { AdminToken, PublicUrl } from '../src/core/http/index.ts';
-import { Ingestor, SqlAnalyzer } from '../src/core/engine/index.ts';
+import { Ingestor, RowReader, SqlAnalyzer } from '../src/core/engine/index.ts';
 import { LocalBlobStore } from '../src/core/storage/index.ts';
 
 /** Where the suite keeps metadata: PostgreSQL when DATABASE_URL is set (CI runs both), else PGlite in memory. */
@@ -90,6 +90,12 @@ function sharedIngestor(): Promise<Ingestor> {
   return ingestor;
 }
 
+let reader: Promise<RowReader> | undefined;
+function sharedReader(): Promise<RowReader> {
+  reader ??= RowReader.create({ threads: 2, memoryLimit: '512MB' });
+  return reader;
+}
+
 export interface TestApp {
   app: FastifyInstance;
   db: Db;
@@ -99,7 +105,7 @@ export interface TestApp {
 }
 
 /** The whole application over a fresh database, for `app.inject` route tests. */
-export async function createTestApp(overrides: Partial<AppDeps> = {}, options: { workers?: boolean } = {}): Promise<TestApp> {
+export async function createTestApp(overrides: Partial<AppDeps> = {}, options: { workers?: boolean; logger?: AppOptions['logger'] } = {}): Promise<TestApp> {
   const { db, dispose } = await createTestDb();
   const lakeDir = tempDir('lakeport-lake-');
   const adminToken = `test-admin-${crypto.randomBytes(12).toString('hex')}`;
@@ -112,12 +118,13 @@ export async function createTestApp(overrides: Partial<AppDeps> = {}, options: {
     refreshTokenTtlDays: 30,
     blobs: new LocalBlobStore(lakeDir.dir),
     ingestor: await sharedIngestor(),
+    reader: await sharedReader(),
     scratchDir: path.join(lakeDir.dir, 'tmp'),
     analyzer: await sharedAnalyzer(),
     jobs: { timeoutMs: 30_000, workers: 4, memoryLimit: '256MB', threads: 1 },
     ...overrides,
   };
-  const app = await buildApp(deps, { workers: options.workers ?? true });
+  const app = await buildApp(deps, { workers: options.workers ?? true, logger: options.logger });
   await app.ready();
   return {
     app,

@@ -22,6 +22,8 @@ export interface StartOptions {
   startupTimeoutMs?: number;
   /** Extra environment for the server (e.g. LAKEPORT_ACCESS_TOKEN_TTL_SECONDS). */
   env?: Record<string, string>;
+  /** Extra node options for the server process, e.g. ['--cpu-prof'] (or BENCH_SERVER_NODE_ARGS, space-separated). */
+  nodeArgs?: string[];
 }
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
@@ -45,7 +47,7 @@ export async function startServer(options: StartOptions = {}): Promise<BenchServ
     ...options.env,
   });
 
-  const child = spawn(process.execPath, [path.join(ROOT, 'bin/lakeport.js'), 'serve'], {
+  const child = spawn(process.execPath, [...(options.nodeArgs ?? process.env.BENCH_SERVER_NODE_ARGS?.split(' ').filter(Boolean) ?? []), path.join(ROOT, 'bin/lakeport.js'), 'serve'], {
     cwd: ROOT,
     env,
     stdio: ['ignore', 'pipe', 'inherit'],

@@ -88,7 +88,7 @@ describe('effectiveRole: credential narrowing', () => {
 
 describe('Authorizer', () => {
   const grants: Record<string, Grant[]> = { 'alice|a': [{ pattern: 'a.*', role: 'writer' }], 'alice|b': [] };
-  const authz = new Authorizer({ grantsOf: async (identity, ws) => grants[`${identity}|${ws}`] ?? [] });
+  const authz = new Authorizer({ grantsOf: async (identity, ws) => grants[`${identity}|${ws}`] ?? [], workspacesOf: async () => [] });
   const alice: Principal = { identity: 'alice', scopes: [], permissions: [], credentialId: 'c', tokenId: 't', expiresAt: new Date() };
 
   it('answers can and require', async () => {

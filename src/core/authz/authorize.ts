@@ -38,6 +38,8 @@ export function effectiveRole(grants: readonly Grant[], permissions: readonly Pe
 /** Where an identity's grants come from: the access policies of a workspace. */
 export interface GrantSource {
   grantsOf(identity: string, workspace: string): Promise<Grant[]>;
+  /** The workspaces where the identity holds any policy. */
+  workspacesOf(identity: string): Promise<string[]>;
 }
 
 export class PolicyGrantSource implements GrantSource {
@@ -51,6 +53,11 @@ export class PolicyGrantSource implements GrantSource {
       .where('workspace', '=', workspace)
       .execute();
   }
+
+  async workspacesOf(identity: string): Promise<string[]> {
+    const rows = await this.db.kysely.selectFrom('policies').select('workspace').distinct().where('principal', '=', identity).orderBy('workspace').execute();
+    return rows.map((r) => r.workspace);
+  }
 }
 
 function describe(resource: Resource): string {
@@ -63,6 +70,28 @@ export class Authorizer {
 
   async roleOn(principal: Principal, resource: Resource): Promise<Role | null> {
     return effectiveRole(await this.grants.grantsOf(principal.identity, resource.workspace), principal.permissions, resource);
+  }
+
+  /** Workspaces where the caller holds some grant (what it may browse); empty for a credential narrowed out of all of them. */
+  async workspacesOf(principal: Principal): Promise<string[]> {
+    const workspaces = await this.grants.workspacesOf(principal.identity);
+    if (principal.permissions.length === 0) return workspaces;
+    return workspaces.filter((w) => principal.permissions.some(([pattern]) => parsePattern(pattern)?.workspace === w));
+  }
+
+  /**
+   * The caller's role on each of several resources of one workspace (one grants lookup), with the
+   * caller's policy patterns that reach each.
+   */
+  async accessIn(principal: Principal, workspace: string, resources: readonly Resource[]): Promise<{ role: Role | null; patterns: string[] }[]> {
+    const grants = await this.grants.grantsOf(principal.identity, workspace);
+    return resources.map((resource) => ({
+      role: effectiveRole(grants, principal.permissions, resource),
+      patterns: grants.filter((g) => {
+        const pattern = parsePattern(g.pattern);
+        return pattern !== null && patternMatches(pattern, resource);
+      }).map((g) => g.pattern),
+    }));
   }
 
   async can(principal: Principal, need: Role, resource: Resource): Promise<boolean> {

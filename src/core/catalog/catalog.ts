@@ -269,6 +269,11 @@ export class Catalog {
     return resolveSnapshotIn(this.db.kysely, dataset, selector);
   }
 
+  /** As resolveSnapshot, for a dataset already read (one query fewer). */
+  async resolveSnapshotOf(dataset: Dataset, selector: SnapshotSelector): Promise<Snapshot> {
+    return resolveSnapshotIn(this.db.kysely, dataset, selector);
+  }
+
   async getSnapshot(snapshotId: number): Promise<Snapshot> {
     return requireSnapshot(this.db.kysely, snapshotId);
   }

@@ -350,6 +350,34 @@ describe('parameters and errors', () => {
   });
 });
 
+describe('result columns', () => {
+  it('reports exactly the columns a reader of the Parquet result gets, with or without describing the file', async () => {
+    const out = result('types.parquet');
+    const sandbox = await open([orders], { resultPaths: [out] });
+    const expressions = [
+      'true', '1::TINYINT', '1::SMALLINT', '1', '1::BIGINT', '1::HUGEINT', '1::UTINYINT', '1::USMALLINT', '1::UINTEGER', '1::UBIGINT', '1::UHUGEINT',
+      '1::FLOAT', '1::DOUBLE', "'x'", "DATE '2020-01-01'", "TIMESTAMP '2020-01-01'", "TIMESTAMPTZ '2020-01-01'", "'2020-01-01'::TIMESTAMP_NS",
+      "'2020-01-01'::TIMESTAMP_MS", "'2020-01-01'::TIMESTAMP_S", "TIME '01:02:03'", "'01:02:03+00'::TIMETZ", 'INTERVAL 1 DAY', "'a'::BLOB",
+      "'00000000-0000-0000-0000-000000000001'::UUID", '1.5::DECIMAL(18,2)', '1.5::DECIMAL(4,1)', '1.5::DECIMAL(38,10)', '[1, 2]', "{'a': 1}",
+      "MAP {'a': 1}", "'a'::ENUM('a', 'b')", '[1, 2]::INTEGER[2]', "'101'::BIT", "'{}'::JSON", 'NULL', "'1'::BIGNUM",
+    ];
+    const queries = [
+      ...expressions.map((e) => `SELECT ${e} AS "c"`),
+      'SELECT 1',
+      'SELECT 1 AS x, 2 AS X',
+      'SELECT 1 AS "we.ird ""name""", \'é\' AS "ünï"',
+      'SELECT id, amount, ip FROM ws1.sales.orders',
+      'SELECT customer, count(*), sum(amount), avg(id) FROM ws1.sales.orders GROUP BY customer',
+      'SELECT $v AS v',
+    ];
+    for (const sql of queries) {
+      const r = await sandbox.runToParquet(sql, { v: 1.5 }, out);
+      const described = (await fc.runAndReadAll(`DESCRIBE SELECT * FROM read_parquet('${out}')`)).getRowObjectsJson() as { column_name: string; column_type: string }[];
+      expect(r.columns, sql).toEqual(described.map((d) => ({ name: d.column_name, type: d.column_type })));
+    }
+  });
+});
+
 describe('timeouts and cancel', () => {
   it('interrupts a query that runs past timeoutMs', async () => {
     const out = result('slow.parquet');

@@ -3,9 +3,14 @@
  * Parquet files of the datasets the caller may read (as views with three-part names) and write
  * only the job's result file(s).
  *
- * Lifecycle: one Sandbox = one DuckDB instance = one connection = one job. DuckDB's security
- * settings are instance-wide, so an instance is never shared between jobs (let alone identities),
- * and its connection is never reused by another job; close() closes both.
+ * Lifecycle: one Sandbox = one job = one connection, on a SandboxEngine (one locked-down DuckDB
+ * instance holding one fixed set of views). `Sandbox.open` makes a private engine for the one job
+ * and close() closes both. DuckDB's security settings are instance-wide, so an engine is never
+ * shared between identities; sandbox-pool.ts may lend a warm engine to successive jobs of ONE
+ * identity that need exactly the same views over exactly the same files (never two jobs at once),
+ * each job on a fresh connection that is closed when it ends. What a job could leave behind on an
+ * engine is covered in sandbox-pool.ts; an engine whose query was interrupted or failed oddly is
+ * never lent again.
  *
  * Opening, in this order:
  *   0. A private work directory `lakeport-sandbox-XXXXXX` (under `tempDirectory`, else
@@ -52,16 +57,22 @@
  * - Result paths must be in allowed_paths before the lock, but callers often choose the path
  *   later: runToParquet(…, resultPath) writes to the declared path directly, or else to
  *   `<work>/result.parquet` and then moves the file to resultPath from Node (rename; copy across
- *   file systems). DuckDB itself can never write anywhere but those files.
- * - Still allowed inside a sandbox, and harmless because the instance is private to one job:
- *   reading the granted files directly with read_parquet (so views must never be a row/column
- *   security filter: every granted file is fully readable), `ATTACH ':memory:'`, `CREATE TABLE` in
- *   memory (bounded by memory_limit), `SET VARIABLE`, `USE`, `DETACH` of its own catalogs.
- *   `duckdb_settings()`, `current_setting('allowed_paths')` and `duckdb_views()` reveal the paths
- *   of the job's own granted files, its result path and temp directory, nothing else. The
- *   sandbox itself runs only single SELECT statements (below); the analyzer refuses the rest.
+ *   file systems). DuckDB itself can never write anywhere but those files. A pooled engine
+ *   declares no result paths: every job on it writes the engine's private `result.parquet`
+ *   (one job at a time per engine), which is moved out (or removed) before the job ends, so
+ *   the next job on the engine finds no file there.
+ * - Still allowed inside a sandbox at the DuckDB level, and harmless because the instance is
+ *   private to one identity and one set of views: reading the granted files directly with
+ *   read_parquet (so views must never be a row/column security filter: every granted file is fully
+ *   readable), `ATTACH ':memory:'`, `CREATE TABLE` in memory (bounded by memory_limit),
+ *   `SET VARIABLE`, `USE`, `DETACH` of its own catalogs. `duckdb_settings()`,
+ *   `current_setting('allowed_paths')` and `duckdb_views()` reveal the paths of the job's own
+ *   granted files, its result path and temp directory, nothing else. The sandbox itself runs only
+ *   single SELECT statements (below), which change none of that; the analyzer refuses the rest.
+ *   (runRawForTests bypasses this, so an engine it touched is never lent again.)
  *
- * Running a job: the user's SQL is first parsed alone (`extractStatements`): exactly one statement,
+ * Running a job: the user's SQL is first prepared alone (`duckdb_prepare`, which refuses any text
+ * that is not exactly one statement, and runs nothing): exactly one statement,
  * which must prepare as a SELECT (this also reports parser/binder/catalog errors with positions
  * in the user's own text). Never `connection.run(userSql)`: the node API runs every statement of a
  * batch but the last. The result is written with `COPY (\n<sql>\n) TO '<file>' (FORMAT
@@ -82,7 +93,8 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { DuckDBInstance, StatementType, type DuckDBConnection, type DuckDBPreparedStatement, type DuckDBValue } from '@duckdb/node-api';
+import { DuckDBInstance, DuckDBTypeId, StatementType, type DuckDBConnection, type DuckDBPreparedStatement, type DuckDBValue } from '@duckdb/node-api';
+import { datasetRelation } from './relation.ts';
 import { quoteIdent, quoteString } from './sql.ts';
 import { physicalType } from './types.ts';
 
@@ -149,6 +161,19 @@ const RESERVED_CATALOGS = new Set(['main', 'system', 'temp']);
 /** Simple types, DECIMAL(p,s) and lists of them; nothing that could carry SQL. */
 const TYPE_PATTERN = /^[A-Za-z][A-Za-z0-9_ ]*(\(\s*\d+\s*(,\s*\d+\s*)?\))?(\[\d*\])*$/;
 const COPY_PREFIX = 'COPY (\n';
+/**
+ * Column types a Parquet result reads back exactly as the SELECT produced them (no alias such as
+ * JSON; sandbox.test.ts checks each against DESCRIBE of the written file). A result with only these
+ * (and distinct names, and no parameters) takes its columns from the prepared statement instead of
+ * a DESCRIBE of the file (~1.5 ms less per job). HUGEINT (stored as DOUBLE), TIMESTAMP_S/_MS
+ * (read back as TIMESTAMP), ENUM, BIT, BIGNUM, nested types… are described from the file.
+ */
+const ROUND_TRIP_TYPES: ReadonlySet<DuckDBTypeId> = new Set([
+  DuckDBTypeId.BOOLEAN, DuckDBTypeId.TINYINT, DuckDBTypeId.SMALLINT, DuckDBTypeId.INTEGER, DuckDBTypeId.BIGINT,
+  DuckDBTypeId.UTINYINT, DuckDBTypeId.USMALLINT, DuckDBTypeId.UINTEGER, DuckDBTypeId.UBIGINT, DuckDBTypeId.FLOAT, DuckDBTypeId.DOUBLE,
+  DuckDBTypeId.DECIMAL, DuckDBTypeId.VARCHAR, DuckDBTypeId.BLOB, DuckDBTypeId.UUID, DuckDBTypeId.DATE, DuckDBTypeId.TIME,
+  DuckDBTypeId.TIMESTAMP, DuckDBTypeId.TIMESTAMP_TZ, DuckDBTypeId.TIMESTAMP_NS, DuckDBTypeId.INTERVAL,
+]);
 const DESCRIBE_PREFIX = 'DESCRIBE SELECT * FROM (\n';
 
 interface DuckDBErrorJson {
@@ -222,30 +247,34 @@ function checkViews(views: SandboxView[]): void {
   }
 }
 
+/** The engine options: everything in SandboxOptions that is fixed when the DuckDB instance is made. */
+export type SandboxEngineOptions = Omit<SandboxOptions, 'timeoutMs'>;
+
 /**
- * One job's private DuckDB. See the top of this file for what it allows and why.
+ * One locked-down DuckDB instance with its views (steps 0–5 at the top of this file). It runs
+ * nothing itself: each job gets a Sandbox, i.e. a fresh connection, from `Sandbox.open` (a private
+ * engine) or from a SandboxPool (a pooled one).
  */
-export class Sandbox {
-  private running = false;
+export class SandboxEngine {
   private closed = false;
-  private cancelled = false;
-  private interruptReason: 'cancelled' | 'timeout' | undefined;
-  private repeat: NodeJS.Timeout | undefined;
 
   private constructor(
     private readonly instance: DuckDBInstance,
-    private readonly connection: DuckDBConnection,
-    private readonly resultPaths: ReadonlySet<string>,
-    private readonly timeoutMs: number | undefined,
-    /** Private to this sandbox: `result.parquet` (writable by DuckDB) and `spill/` (when spilling). */
-    private readonly workDirectory: string,
+    /** Private to this engine: `result.parquet` (writable by DuckDB) and `spill/` (when spilling). */
+    readonly workDirectory: string,
+    readonly resultPaths: ReadonlySet<string>,
   ) {}
 
-  private get privateResult(): string {
+  /** Where a job writes its result unless it declared its result path: in allowed_paths, private to this engine. */
+  get privateResult(): string {
     return path.join(this.workDirectory, 'result.parquet');
   }
 
-  static async open(views: SandboxView[], options: SandboxOptions = {}): Promise<Sandbox> {
+  get isClosed(): boolean {
+    return this.closed;
+  }
+
+  static async create(views: SandboxView[], options: SandboxEngineOptions = {}): Promise<SandboxEngine> {
     checkViews(views);
     const resolved = views.map((v) => ({ ...v, files: v.files.map((f) => path.resolve(f)) }));
     const resultPaths = (options.resultPaths ?? []).map((p) => path.resolve(p));
@@ -270,7 +299,8 @@ export class Sandbox {
     try {
       instance = await DuckDBInstance.create(':memory:', config);
       connection = await instance.connect();
-      // The lock-down, in this order; nothing has touched a file before it.
+      // The lock-down, in this order; nothing has touched a file before it. All three are global
+      // settings: every later connection to this instance has them too (sandbox-pool.test.ts).
       await connection.run(`SET allowed_paths = [${allowed.map(quoteString).join(', ')}]`);
       await connection.run('SET enable_external_access = false');
       await connection.run('SET lock_configuration = true');
@@ -289,15 +319,95 @@ export class Sandbox {
           await connection.run(`CREATE SCHEMA IF NOT EXISTS ${quoteIdent(catalog)}.${quoteIdent(schema)}`);
           schemas.add(schemaKey);
         }
-        await connection.run(`CREATE VIEW ${view.name.map(quoteIdent).join('.')} AS ${await viewQuery(connection, view)}`);
+        await connection.run(`CREATE VIEW ${view.name.map(quoteIdent).join('.')} AS ${await datasetRelation(connection, view)}`);
       }
-      return new Sandbox(instance, connection, new Set(resultPaths), options.timeoutMs, workDirectory);
+      // The set-up connection is ours alone; jobs get fresh ones.
+      connection.closeSync();
+      return new SandboxEngine(instance, workDirectory, new Set(resultPaths));
     } catch (error) {
       connection?.closeSync();
       instance?.closeSync();
       fs.rmSync(workDirectory, { recursive: true, force: true });
       throw new Error(`Could not open the sandbox: ${parseDuckDBError(error).message}`, { cause: error });
     }
+  }
+
+  /** A new connection for one job. */
+  connect(): Promise<DuckDBConnection> {
+    if (this.closed) throw new Error('The sandbox engine is closed');
+    return this.instance.connect();
+  }
+
+  /** The engine's DuckDB memory in use (buffer manager, all tags), in bytes; on its own short-lived connection. */
+  async memoryUsage(): Promise<number> {
+    const connection = await this.connect();
+    try {
+      const reader = await connection.runAndReadAll('SELECT coalesce(sum(memory_usage_bytes), 0)::BIGINT FROM duckdb_memory()');
+      return Number(reader.getRows()[0]?.[0] ?? 0);
+    } finally {
+      connection.closeSync();
+    }
+  }
+
+  /**
+   * Closes the instance (synchronous in DuckDB: a few ms on the calling thread) and removes the work
+   * directory. Only when no connection of it runs a query any more.
+   */
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.instance.closeSync();
+    fs.rmSync(this.workDirectory, { recursive: true, force: true });
+  }
+}
+
+/** DuckDB error types after which an engine is still clean: the statement failed before or while binding, or on a value. */
+const BENIGN_ERROR_TYPES = new Set(['Parser', 'Binder', 'Catalog', 'Conversion', 'Invalid Input', 'Out of Range', 'Not implemented', 'Syntax', 'Constraint', 'Mismatch Type']);
+
+/** How a Sandbox ended, for whoever lent it its engine. */
+export interface SandboxRelease {
+  /** False after an interrupt (cancel, timeout, close during a query), an unexpected error, or raw SQL (tests). */
+  reusable: boolean;
+}
+
+/**
+ * One job on a SandboxEngine: its own connection, one query at a time, a timeout and cancellation.
+ * See the top of this file for what it allows and why.
+ */
+export class Sandbox {
+  private running = false;
+  private closed = false;
+  private cancelled = false;
+  /** Cleared when something happened after which the engine should not serve another job. */
+  private reusable = true;
+  private interruptReason: 'cancelled' | 'timeout' | undefined;
+  private repeat: NodeJS.Timeout | undefined;
+
+  private constructor(
+    private readonly engine: SandboxEngine,
+    private readonly connection: DuckDBConnection,
+    private readonly timeoutMs: number | undefined,
+    /** Called once, after the connection is closed: the engine's owner decides what happens to it. */
+    private readonly onRelease: (engine: SandboxEngine, release: SandboxRelease) => void,
+  ) {}
+
+  /** A private engine for one job, closed with the sandbox. */
+  static async open(views: SandboxView[], options: SandboxOptions = {}): Promise<Sandbox> {
+    const engine = await SandboxEngine.create(views, options);
+    let connection: DuckDBConnection;
+    try {
+      connection = await engine.connect();
+    } catch (error) {
+      engine.close();
+      throw error;
+    }
+    return new Sandbox(engine, connection, options.timeoutMs, (e) => e.close());
+  }
+
+  /** A job on an engine someone else owns (a pool): a fresh connection; `onRelease` gets the engine back. */
+  static async lease(engine: SandboxEngine, options: { timeoutMs?: number }, onRelease: (engine: SandboxEngine, release: SandboxRelease) => void): Promise<Sandbox> {
+    const connection = await engine.connect();
+    return new Sandbox(engine, connection, options.timeoutMs, onRelease);
   }
 
   /**
@@ -307,14 +417,15 @@ export class Sandbox {
    */
   async runToParquet(sql: string, params: Record<string, unknown>, resultPath: string): Promise<QueryResult> {
     const target = path.resolve(resultPath);
-    const direct = this.resultPaths.has(target);
-    const written = direct ? target : this.privateResult;
+    const direct = this.engine.resultPaths.has(target);
+    const written = direct ? target : this.engine.privateResult;
     try {
       const result = await this.guarded(async () => {
-        const { body, values } = await this.validate(sql, params);
+        const { body, values, columns: known } = await this.validate(sql, params);
         const text = `${COPY_PREFIX}${body}\n) TO ${quoteString(written)} (FORMAT parquet, USE_TMP_FILE false)`;
         const counted = await this.runOne(text, values, StatementType.COPY, sql, Buffer.byteLength(COPY_PREFIX));
         const rowCount = Number(counted[0]?.[0] ?? 0);
+        if (known) return { columns: known, rowCount };
         // The file's own schema (what readers get; e.g. HUGEINT is stored as DOUBLE in Parquet).
         const described = await this.connection.runAndReadAll('DESCRIBE SELECT * FROM read_parquet($path)', { path: written });
         const columns = (described.getRowObjectsJson() as { column_name: string; column_type: string }[]).map((r) => ({ name: r.column_name, type: r.column_type }));
@@ -344,6 +455,7 @@ export class Sandbox {
   /** Cancels the running query (and any later one: a cancelled sandbox stays cancelled). */
   interrupt(): void {
     this.cancelled = true;
+    this.reusable = false;
     if (this.running) this.stop('cancelled');
   }
 
@@ -360,13 +472,13 @@ export class Sandbox {
 
   private release(): void {
     this.connection.closeSync();
-    this.instance.closeSync();
-    fs.rmSync(this.workDirectory, { recursive: true, force: true });
+    this.onRelease(this.engine, { reusable: this.reusable && !this.cancelled && this.interruptReason === undefined });
   }
 
   private stop(reason: 'cancelled' | 'timeout'): void {
     if (this.interruptReason) return;
     this.interruptReason = reason;
+    this.reusable = false;
     this.connection.interrupt();
     // An interrupt sent before the query got a libuv thread is lost: repeat until it settles.
     this.repeat = setInterval(() => this.connection.interrupt(), 50);
@@ -387,7 +499,11 @@ export class Sandbox {
     } catch (error) {
       const reason = this.interruptReason;
       if (reason) throw new SandboxInterruptedError(reason);
-      if (isInterrupt(error)) throw new SandboxInterruptedError('cancelled');
+      if (isInterrupt(error)) {
+        this.reusable = false;
+        throw new SandboxInterruptedError('cancelled');
+      }
+      if (!(error instanceof SandboxQueryError) || (error.errorType !== undefined && !BENIGN_ERROR_TYPES.has(error.errorType))) this.reusable = false;
       throw error;
     } finally {
       clearTimeout(timer);
@@ -402,8 +518,12 @@ export class Sandbox {
     if (this.interruptReason) throw new SandboxInterruptedError(this.interruptReason);
   }
 
-  /** The user's SQL must be exactly one SELECT; returns it without trailing `;` and the values its parameters need. */
-  private async validate(sql: string, params: Record<string, unknown>): Promise<{ body: string; values: Record<string, DuckDBValue> }> {
+  /**
+   * The user's SQL must be exactly one SELECT; returns it without trailing `;`, the values its
+   * parameters need, and its result columns when a Parquet file of them reads back the same
+   * (ROUND_TRIP_TYPES, distinct names, no parameters whose values could change the types).
+   */
+  private async validate(sql: string, params: Record<string, unknown>): Promise<{ body: string; values: Record<string, DuckDBValue>; columns?: { name: string; type: string }[] }> {
     const prepared = await this.prepareOne(sql, sql, 0);
     try {
       if (prepared.statementType !== StatementType.SELECT) throw new SandboxQueryError('Only a SELECT statement can run here', undefined, 'Invalid Input');
@@ -413,7 +533,7 @@ export class Sandbox {
         if (!Object.prototype.hasOwnProperty.call(params, name)) throw new SandboxQueryError(`No value was given for the parameter $${name}`, undefined, 'Invalid Input');
         values[name] = checkValue(name, params[name]);
       }
-      return { body: sql.replace(/[\s;]+$/, ''), values };
+      return { body: sql.replace(/[\s;]+$/, ''), values, columns: prepared.parameterCount === 0 ? roundTripColumns(prepared) : undefined };
     } finally {
       prepared.destroySync();
     }
@@ -422,17 +542,19 @@ export class Sandbox {
   /** Parses `text`, which must be exactly one statement, and prepares it. */
   private async prepareOne(text: string, userSql: string, prefixBytes: number): Promise<DuckDBPreparedStatement> {
     this.checkInterrupted();
-    let prepared: DuckDBPreparedStatement;
     try {
-      const statements = await this.connection.extractStatements(text);
-      this.checkInterrupted();
-      if (statements.count !== 1) throw new SandboxQueryError('Exactly one SQL statement can run at a time', undefined, 'Invalid Input');
-      prepared = await statements.prepare(0);
+      // duckdb_prepare parses the whole text and refuses anything but exactly one statement
+      // ("Cannot prepare multiple statements at once!", "No statement to prepare!"); it runs nothing.
+      // One call instead of extractStatements + prepare (a third of the time for a short query).
+      return await this.connection.prepare(text);
     } catch (error) {
-      if (error instanceof SandboxQueryError || error instanceof SandboxInterruptedError) throw error;
-      throw this.interruptReason ? new SandboxInterruptedError(this.interruptReason) : queryError(error, userSql, prefixBytes);
+      if (this.interruptReason) throw new SandboxInterruptedError(this.interruptReason);
+      const parsed = parseDuckDBError(error);
+      if (parsed.type === 'Invalid Input' && /^Invalid Input Error: (Cannot prepare multiple statements at once|No statement to prepare)/.test(parsed.message)) {
+        throw new SandboxQueryError('Exactly one SQL statement can run at a time', undefined, 'Invalid Input');
+      }
+      throw queryError(error, userSql, prefixBytes);
     }
-    return prepared;
   }
 
   /** Prepares `text` (one statement of `type`), binds and runs it; rows as arrays. */
@@ -453,6 +575,20 @@ export class Sandbox {
   }
 }
 
+/** The prepared SELECT's columns, when a Parquet file of its result reads back with exactly these names and types. */
+function roundTripColumns(prepared: DuckDBPreparedStatement): { name: string; type: string }[] | undefined {
+  const columns: { name: string; type: string }[] = [];
+  const names = new Set<string>();
+  for (let i = 0; i < prepared.columnCount; i++) {
+    const type = prepared.columnType(i);
+    const name = prepared.columnName(i);
+    if (!ROUND_TRIP_TYPES.has(type.typeId) || type.alias !== undefined || name === '' || names.has(name.toLowerCase())) return undefined;
+    names.add(name.toLowerCase());
+    columns.push({ name, type: type.toString() });
+  }
+  return columns.length > 0 ? columns : undefined;
+}
+
 async function moveFile(from: string, to: string): Promise<void> {
   try {
     await fs.promises.rename(from, to);
@@ -463,30 +599,13 @@ async function moveFile(from: string, to: string): Promise<void> {
   }
 }
 
-/** The SELECT behind a view: the declared columns, cast, in order; NULL for a column no file has. */
-async function viewQuery(connection: DuckDBConnection, view: SandboxView): Promise<string> {
-  if (view.files.length === 0) {
-    return `SELECT ${view.columns.map((c) => `CAST(NULL AS ${physicalType(c.type)}) AS ${quoteIdent(c.name)}`).join(', ')} WHERE false`;
-  }
-  // Hive partitioning off: a `col=value` directory in a path must not override a column.
-  const source = `read_parquet([${view.files.map(quoteString).join(', ')}], union_by_name = true, hive_partitioning = false)`;
-  const present = new Set(
-    ((await connection.runAndReadAll(`DESCRIBE SELECT * FROM ${source}`)).getRowObjectsJson() as { column_name: string }[]).map((r) => r.column_name.toLowerCase()),
-  );
-  const select = view.columns
-    .map((c) => {
-      const type = physicalType(c.type);
-      return present.has(c.name.toLowerCase()) ? `CAST(${quoteIdent(c.name)} AS ${type}) AS ${quoteIdent(c.name)}` : `CAST(NULL AS ${type}) AS ${quoteIdent(c.name)}`;
-    })
-    .join(', ');
-  return `SELECT ${select} FROM ${source}`;
-}
-
 /**
  * Tests only (do not export from index.ts): runs any single statement on the sandbox's own
  * connection, bypassing the SELECT-only check, to show that DuckDB itself refuses what matters.
  */
 export async function runRawForTests(sandbox: Sandbox, sql: string): Promise<Record<string, unknown>[]> {
+  // Raw SQL bypasses the SELECT-only check: the engine is not lent to another job afterwards.
+  (sandbox as unknown as { reusable: boolean }).reusable = false;
   const connection = (sandbox as unknown as { connection: DuckDBConnection }).connection;
   try {
     const statements = await connection.extractStatements(sql);

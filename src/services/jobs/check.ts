@@ -5,6 +5,7 @@ import type { Authorizer } from '../../core/authz/index.ts';
 import type { JobRepo } from './repo.ts';
 import type { QueryPlanner } from './planner.ts';
 import type { ParamValue } from './service.ts';
+import type { LakeportStatements } from './statements/index.ts';
 
 /**
  * The edit-time statement check: parses and resolves the statement as a job would, then asks DuckDB
@@ -16,9 +17,12 @@ export class QueryChecker {
     private readonly repo: JobRepo,
     private readonly catalog: Catalog,
     private readonly authz: Authorizer,
+    private readonly statements: LakeportStatements,
   ) {}
 
   async check(caller: Principal, sqlText: string, parameters: Record<string, ParamValue>) {
+    const statement = await this.statements.check(caller, sqlText, parameters);
+    if (statement) return statement;
     const saved = Object.fromEntries((await this.repo.variables(caller.identity)).map((v) => [v.name, v.value]));
     const prepared = await this.planner.prepare(caller, sqlText, { ...saved, ...parameters }, { withFiles: false });
     const relations = await this.relationsInScope(caller, sqlText);
@@ -41,7 +45,7 @@ export class QueryChecker {
     if (error.position === undefined) return { code: error.code, message: error.message, line: null, column: null, start: null, end: null };
     const start = error.position;
     const match = /^[^\s,;()]+/.exec(sqlText.slice(start));
-    return { code: error.code, message: error.message, ...lineColumn(sqlText, start), start, end: start + (match ? match[0].length : 1) };
+    return { code: error.code, message: error.message, ...lineColumn(sqlText, start), start, end: Math.min(sqlText.length, start + (match ? match[0].length : 1)) };
   }
 
   /** The datasets (and their columns) the caller may read in the workspaces the statement names. */

@@ -28,26 +28,26 @@ export class JobRepo {
     return query.orderBy('created_at', 'desc').orderBy('execution_id', 'desc').limit(limit).execute();
   }
 
-  /** Claims the oldest queued job for a worker; concurrent workers skip each other's rows. */
-  async claim(workerId: string): Promise<JobRow | undefined> {
-    return this.db.kysely.transaction().execute(async (trx) => {
-      const next = await trx
-        .selectFrom('jobs')
-        .select('execution_id')
-        .where('status', '=', 'queued')
-        .orderBy('created_at')
-        .limit(1)
-        .forUpdate()
-        .skipLocked()
-        .executeTakeFirst();
-      if (!next) return undefined;
-      return trx
-        .updateTable('jobs')
-        .set({ status: 'running', worker_id: workerId, started_at: new Date(), heartbeat_at: new Date(), attempts: sql<number>`attempts + 1` })
-        .where('execution_id', '=', next.execution_id)
-        .returningAll()
-        .executeTakeFirst();
-    });
+  /**
+   * Claims (and starts) up to `limit` of the oldest queued jobs for a worker, in one statement;
+   * concurrent workers skip each other's rows (`FOR UPDATE SKIP LOCKED`). Oldest first.
+   */
+  async claim(workerId: string, limit = 1): Promise<JobRow[]> {
+    const now = new Date();
+    const rows = await this.db.kysely
+      .updateTable('jobs')
+      .set({ status: 'running', worker_id: workerId, started_at: now, heartbeat_at: now, attempts: sql<number>`attempts + 1` })
+      .where('execution_id', 'in', (eb) => eb.selectFrom('jobs').select('execution_id').where('status', '=', 'queued').orderBy('created_at').limit(limit).forUpdate().skipLocked())
+      .where('status', '=', 'queued')
+      .returningAll()
+      .execute();
+    return rows.sort((a, b) => a.created_at.getTime() - b.created_at.getTime());
+  }
+
+  /** Whether any job is queued: a read, much cheaper than a claim that finds nothing. */
+  async anyQueued(): Promise<boolean> {
+    const row = await this.db.kysely.selectFrom('jobs').select('execution_id').where('status', '=', 'queued').limit(1).executeTakeFirst();
+    return row !== undefined;
   }
 
   async heartbeat(workerId: string, executionIds: string[]): Promise<string[]> {
@@ -63,13 +63,13 @@ export class JobRepo {
     return rows.filter((r) => r.cancel_requested).map((r) => r.execution_id);
   }
 
-  /** Finishes a running job; false when it is no longer this worker's (re-queued or cancelled meanwhile). */
+  /** Finishes a running job: its row after, or undefined when it is no longer this worker's (re-queued or cancelled meanwhile). */
   async finish(
     executionId: string,
     workerId: string,
     outcome: { status: 'succeeded' | 'failed' | 'cancelled'; error?: JobError; result_key?: string; row_count?: number; columns?: { name: string; type: string }[] },
-  ): Promise<boolean> {
-    const row = await this.db.kysely
+  ): Promise<JobRow | undefined> {
+    return this.db.kysely
       .updateTable('jobs')
       .set({
         status: outcome.status,
@@ -82,9 +82,8 @@ export class JobRepo {
       .where('execution_id', '=', executionId)
       .where('worker_id', '=', workerId)
       .where('status', '=', 'running')
-      .returning('execution_id')
+      .returningAll()
       .executeTakeFirst();
-    return row !== undefined;
   }
 
   /** Cancels a queued job at once, or flags a running one for its worker; returns the row after. */

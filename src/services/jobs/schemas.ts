@@ -1,11 +1,20 @@
 import { z } from 'zod';
 import { queryBoolean } from '../../core/http/index.ts';
 
-const ParamValue = z.union([z.string(), z.number(), z.boolean(), z.null()]);
+/** Text the metadata database can store: PostgreSQL's text and jsonb hold no NUL character. */
+const NO_NUL = (value: unknown): boolean => {
+  if (typeof value === 'string') return !value.includes('\u0000');
+  if (Array.isArray(value)) return value.every(NO_NUL);
+  if (value && typeof value === 'object') return Object.entries(value).every(([k, v]) => NO_NUL(k) && NO_NUL(v));
+  return true;
+};
+const NUL_MESSAGE = 'must not contain a NUL character';
+
+const ParamValue = z.union([z.string().refine(NO_NUL, NUL_MESSAGE), z.number(), z.boolean(), z.null()]);
 
 export const JobCreateRequest = z.object({
-  sql_text: z.string().min(1).max(1_000_000),
-  client_info: z.record(z.string(), z.unknown()).nullish(),
+  sql_text: z.string().min(1).max(1_000_000).refine(NO_NUL, NUL_MESSAGE),
+  client_info: z.record(z.string(), z.unknown()).refine(NO_NUL, NUL_MESSAGE).nullish(),
   parameters: z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,63}$/, 'a parameter name is letters, digits and underscores'), ParamValue).nullish(),
 });
 

@@ -8,6 +8,7 @@ import type { Ingestor } from '../../core/engine/index.ts';
 import { AppError, RequestValidationError } from '../../core/errors/index.ts';
 import type { BlobStore } from '../../core/storage/index.ts';
 import type { JobRepo, JobRow } from './repo.ts';
+import type { LakeportStatements } from './statements/index.ts';
 import type { WorkerPool } from './worker.ts';
 
 export type ParamValue = string | number | boolean | null;
@@ -21,6 +22,8 @@ export interface JobsDeps {
   /** `<public url>/jobs`, for status_url, results_url and next_page. */
   baseUrl: () => string;
   timeoutMs: number;
+  /** Lakeport's own statements (CREATE SECRET, GRANT, …), which run inside the submit. */
+  statements: LakeportStatements;
 }
 
 const STATUS_FILTERS = new Set(['queued', 'running', 'succeeded', 'failed', 'cancelled']);
@@ -42,6 +45,8 @@ export class JobsService {
 
   async submit(caller: Principal, input: { sql_text: string; client_info?: Record<string, unknown> | null; parameters?: Record<string, ParamValue> | null }) {
     if (input.sql_text.trim() === '') throw RequestValidationError.at(['body', 'sql_text'], 'the statement is empty');
+    const ran = await this.deps.statements.submit(caller, input);
+    if (ran) return { execution_id: ran.execution_id, status: ran.status, status_url: this.url(ran, 'status') };
     const saved = Object.fromEntries((await this.deps.repo.variables(caller.identity)).map((v) => [v.name, v.value]));
     const job = await this.deps.repo.insert({
       execution_id: newId('job'),
@@ -86,11 +91,13 @@ export class JobsService {
 
   /** Status; with `wait` (seconds, at most 30) it answers as soon as the job leaves queued/running. */
   async status(caller: Principal, executionId: string, waitSeconds = 0) {
-    let job = await this.own(caller, executionId);
+    // A job that finished in this process moments ago is answered from memory (a finished row no longer changes).
+    const here = this.deps.pool.finishedHere(executionId);
+    let job = here && here.owner === caller.identity ? here : await this.own(caller, executionId);
     const deadline = Date.now() + Math.min(waitSeconds, MAX_WAIT_SECONDS) * 1000;
     while ((job.status === 'queued' || job.status === 'running') && Date.now() < deadline) {
-      await this.deps.pool.waitLocal(executionId, Math.min(250, deadline - Date.now()));
-      job = (await this.deps.repo.get(executionId))!;
+      // A job that finishes in this process hands its final row to the waiter; otherwise re-read.
+      job = (await this.deps.pool.waitLocal(executionId, Math.min(250, deadline - Date.now()))) ?? (await this.deps.repo.get(executionId))!;
     }
     return this.view(job);
   }

@@ -11,6 +11,8 @@ export type JobOutcome =
 /** Runs one claimed job; `cancel()` on the handle interrupts it. */
 export interface JobRunner {
   start(job: JobRow): { done: Promise<JobOutcome>; cancel(reason: 'cancelled' | 'timeout'): void };
+  /** Releases what the runner keeps between jobs (warm sandboxes); called when the pool stops. */
+  close?(): Promise<void>;
 }
 
 export interface WorkerOptions {
@@ -25,20 +27,41 @@ export interface WorkerOptions {
 
 export const DEFAULT_WORKER_OPTIONS: WorkerOptions = { concurrency: 4, pollMs: 250, heartbeatMs: 2_000, staleAfterMs: 15_000, maxAttempts: 2 };
 
+/** How long a job finished here is remembered for long-poll waiters that looked just before it finished. */
+const RECENT_MS = 10_000;
+const RECENT_MAX = 10_000;
+
 /**
  * A pool of job workers in this process. Workers claim queued jobs from the metadata database with
  * `FOR UPDATE SKIP LOCKED`, so any number of processes can share one queue; heartbeats let any of
  * them re-queue (or fail) the jobs of a worker that died.
+ *
+ * Round trips per job: a submit in this process wakes the pool at once (notify), which claims as
+ * many queued jobs as it has free slots in one statement (claim + start); the finish is one
+ * statement whose row is handed to long-poll waiters in this process (waitLocal), so they need no
+ * read of their own. Heartbeats cover only jobs running longer than one heartbeat interval (a job
+ * is claimed with a fresh heartbeat), so short jobs cost none. The poll timer still claims jobs
+ * submitted through other processes.
  */
 export class WorkerPool {
   readonly id = `worker_${crypto.randomBytes(6).toString('hex')}`;
-  private readonly running = new Map<string, { cancel(reason: 'cancelled' | 'timeout'): void }>();
+  private readonly running = new Map<string, { cancel(reason: 'cancelled' | 'timeout'): void; since: number }>();
   private readonly events = new EventEmitter();
+  /** Jobs finished here lately (execution_id → final row), oldest first: answers waiters that subscribed late. */
+  private readonly recent = new Map<string, { row: JobRow; at: number }>();
   private timers: NodeJS.Timeout[] = [];
   private stopped = true;
   private claiming = false;
   /** A wake-up that arrived while a claim was under way: claim once more afterwards. */
   private wokenWhileClaiming = false;
+  /**
+   * False once a claim found fewer queued jobs than it asked for, until something may have queued
+   * more (a submit here, a claim that filled every slot, a poll that saw one): a finished job then
+   * claims again only when there may be something to claim.
+   */
+  private mayHaveQueued = true;
+  /** Bumped whenever something may have queued a job, so a claim that started before does not clear mayHaveQueued. */
+  private queueEpoch = 0;
 
   constructor(
     private readonly repo: JobRepo,
@@ -51,7 +74,7 @@ export class WorkerPool {
   start() {
     this.stopped = false;
     this.timers = [
-      setInterval(() => void this.fill(), this.options.pollMs),
+      setInterval(() => void this.poll(), this.options.pollMs),
       setInterval(() => void this.beat(), this.options.heartbeatMs),
       setInterval(() => void this.recover(), this.options.staleAfterMs),
     ];
@@ -66,20 +89,36 @@ export class WorkerPool {
     const deadline = Date.now() + graceMs;
     while (this.running.size > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
     for (const handle of this.running.values()) handle.cancel('cancelled');
+    await this.runner.close?.();
   }
 
   /** Wakes the pool now (a job was just submitted here). */
   notify() {
+    this.queueEpoch++;
+    this.mayHaveQueued = true;
     void this.fill();
   }
 
-  /** Resolves when the job finishes in this process, or after `ms`. */
-  waitLocal(executionId: string, ms: number): Promise<void> {
+  /**
+   * The job if it finished in this process within the last seconds (its final row; a finished job
+   * does not change any more), else undefined.
+   */
+  finishedHere(executionId: string): JobRow | undefined {
+    return this.recent.get(executionId)?.row;
+  }
+
+  /**
+   * Resolves when the job finishes in this process (with its final row, when this process recorded
+   * it), or with undefined after `ms`. A job that finished here in the last seconds answers at once.
+   */
+  waitLocal(executionId: string, ms: number): Promise<JobRow | undefined> {
+    const known = this.recent.get(executionId);
+    if (known) return Promise.resolve(known.row);
     return new Promise((resolve) => {
-      const done = () => {
+      const done = (row?: JobRow) => {
         clearTimeout(timer);
         this.events.off(executionId, done);
-        resolve();
+        resolve(row);
       };
       const timer = setTimeout(done, ms);
       this.events.once(executionId, done);
@@ -93,20 +132,41 @@ export class WorkerPool {
     return handle !== undefined;
   }
 
+  /** The timer: jobs submitted through other processes (or re-queued) show up here. A cheap read first when nothing is expected. */
+  private async poll() {
+    if (this.stopped || this.claiming || this.running.size >= this.options.concurrency) return;
+    if (!this.mayHaveQueued) {
+      try {
+        if (!(await this.repo.anyQueued())) return;
+      } catch {
+        return; // The database is unavailable for a moment; the next tick tries again.
+      }
+      this.queueEpoch++;
+      this.mayHaveQueued = true;
+    }
+    await this.fill();
+  }
+
   private async fill() {
     if (this.stopped) return;
     if (this.claiming) {
       this.wokenWhileClaiming = true;
       return;
     }
+    if (!this.mayHaveQueued) return;
     this.claiming = true;
     try {
       do {
         this.wokenWhileClaiming = false;
-        while (!this.stopped && this.running.size < this.options.concurrency) {
-          const job = await this.repo.claim(this.id);
-          if (!job) break;
-          this.run(job);
+        while (!this.stopped && this.mayHaveQueued && this.running.size < this.options.concurrency) {
+          const free = this.options.concurrency - this.running.size;
+          const epoch = this.queueEpoch;
+          const jobs = await this.repo.claim(this.id, free);
+          for (const job of jobs) this.run(job);
+          if (jobs.length < free) {
+            if (this.queueEpoch === epoch) this.mayHaveQueued = false;
+            break;
+          }
         }
       } while (this.wokenWhileClaiming && !this.stopped);
     } catch {
@@ -119,21 +179,35 @@ export class WorkerPool {
   private run(job: JobRow) {
     const handle = this.runner.start(job);
     const timeout = setTimeout(() => handle.cancel('timeout'), job.timeout_ms);
-    this.running.set(job.execution_id, handle);
+    this.running.set(job.execution_id, { cancel: (reason) => handle.cancel(reason), since: Date.now() });
     void handle.done
       .catch((error: unknown): JobOutcome => ({ status: 'failed', error: { code: 'INTERNAL_ERROR', message: error instanceof Error ? error.message : String(error) } }))
       .then(async (outcome) => {
         clearTimeout(timeout);
-        await this.repo.finish(job.execution_id, this.id, outcome).catch(() => undefined);
+        const row = await this.repo.finish(job.execution_id, this.id, outcome).catch(() => undefined);
         this.running.delete(job.execution_id);
-        this.events.emit(job.execution_id);
+        if (row) this.remember(row);
+        this.events.emit(job.execution_id, row);
         void this.fill();
       });
   }
 
+  private remember(row: JobRow) {
+    const now = Date.now();
+    this.recent.set(row.execution_id, { row, at: now });
+    for (const [id, entry] of this.recent) {
+      if (this.recent.size <= RECENT_MAX && now - entry.at < RECENT_MS) break;
+      this.recent.delete(id);
+    }
+  }
+
   private async beat() {
+    // A job is claimed with a fresh heartbeat: only those running longer than an interval need one.
+    const due = Date.now() - this.options.heartbeatMs;
+    const ids = [...this.running].filter(([, r]) => r.since <= due).map(([id]) => id);
+    if (ids.length === 0) return;
     try {
-      const cancelled = await this.repo.heartbeat(this.id, [...this.running.keys()]);
+      const cancelled = await this.repo.heartbeat(this.id, ids);
       for (const id of cancelled) this.running.get(id)?.cancel('cancelled');
     } catch {
       // Next beat.

@@ -1,0 +1,140 @@
+// `npm run bench -- odata`: the OData rows endpoint on a dataset of 1 million rows (BENCH_ROWS
+// overrides), uploaded through the API, next to raw DuckDB writing the same rows with its own JSON
+// writer (`COPY (…) TO … (FORMAT json)`) in the same run:
+//  (a) full pages ($top=25000) of a filter and a select, following @odata.nextLink to the end;
+//  (b) an $apply groupby with aggregates vs the same GROUP BY written to JSON by DuckDB.
+import fsp from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { DuckDBInstance } from '@duckdb/node-api';
+import { startServer } from './lib/server.ts';
+import { json, median, setUp, uploadParquet, type Api } from './lib/lake.ts';
+
+const ROWS = Number(process.env.BENCH_ROWS ?? 1_000_000);
+const RUNS = 3;
+const TARGET_RATIO = 0.5;
+const FILTER = 'amount gt 500 and category ne \'cat_07\'';
+const SELECT = 'id,category,amount,ts';
+const ROW_START = '{"id":';
+const APPLY = 'groupby((category),aggregate(amount with sum as total,amount with average as mean,$count as n))';
+const RAW_FILTERED = `SELECT id, category, amount, strftime(ts, '%Y-%m-%dT%H:%M:%S.%fZ') AS ts FROM src WHERE amount > 500 AND category <> 'cat_07'`;
+const RAW_GROUPED = 'SELECT category, sum(amount) AS total, avg(amount) AS mean, count(*) AS n FROM src GROUP BY category ORDER BY category';
+
+async function makeParquet(file: string) {
+  const db = await DuckDBInstance.create(':memory:');
+  const c = await db.connect();
+  await c.run(`COPY (
+      SELECT i AS id, 'cat_' || lpad(CAST(i % 100 AS VARCHAR), 2, '0') AS category,
+             round(random() * 1000, 2) AS amount, TIMESTAMP '2024-01-01' + to_seconds(i) AS ts
+      FROM range(${ROWS}) t(i)) TO '${file}' (FORMAT parquet)`);
+  c.closeSync();
+  db.closeSync();
+}
+
+const NEXT_LINK = /"@odata\.nextLink":"([^"]+)"\}$/;
+
+/**
+ * Reads every page of `query`, following nextLink; rows and seconds. Like a streaming client it does
+ * not build the rows as objects: it counts them (each row of this $select starts with `{"id":`, and
+ * $apply rows with `{"category":`) and takes nextLink from the end of the page.
+ */
+async function readAll(api: Api, query: string, rowStart: string): Promise<{ rows: number; pages: number; seconds: number; bytes: number }> {
+  const start = performance.now();
+  let url: string | undefined = `${api.url}/odata/api/v4/bench/orders/daily?${query}`;
+  let rows = 0;
+  let pages = 0;
+  let bytes = 0;
+  while (url) {
+    const response: Response = await fetch(url, { headers: api.auth });
+    const text: string = await response.text();
+    if (!response.ok) throw new Error(`${response.status} ${text}`);
+    bytes += text.length;
+    rows += text.split(rowStart).length - 1;
+    pages++;
+    url = NEXT_LINK.exec(text)?.[1];
+  }
+  return { rows, pages, seconds: (performance.now() - start) / 1000, bytes };
+}
+
+async function rawDuckDb(file: string, dir: string) {
+  const db = await DuckDBInstance.create(':memory:', { threads: '2' });
+  const c = await db.connect();
+  await c.run(`CREATE VIEW src AS SELECT * FROM read_parquet('${file}')`);
+  return {
+    async write(sql: string): Promise<{ rows: number; seconds: number }> {
+      const out = path.join(dir, `raw-${crypto.randomUUID()}.json`);
+      const start = performance.now();
+      const reader = await c.runAndReadAll(`COPY (${sql}) TO '${out}' (FORMAT json)`);
+      const seconds = (performance.now() - start) / 1000;
+      await fsp.rm(out);
+      return { rows: Number(reader.getRows()[0][0]), seconds };
+    },
+    close() {
+      c.closeSync();
+      db.closeSync();
+    },
+  };
+}
+
+export async function run(): Promise<void> {
+  const dir = await fsp.mkdtemp(path.join(os.tmpdir(), 'lakeport-odata-bench-'));
+  let server: Awaited<ReturnType<typeof startServer>> | undefined;
+  try {
+    const file = path.join(dir, 'orders.parquet');
+    process.stderr.write(`generating ${ROWS.toLocaleString()} rows of Parquet...\n`);
+    await makeParquet(file);
+    server = await startServer({ env: { LAKEPORT_ACCESS_TOKEN_TTL_SECONDS: '7200' } });
+    const api = await setUp(server.url, server.adminToken);
+    const loaded = await uploadParquet(api, file, 'bench.orders.daily');
+    if (loaded.rows !== ROWS) throw new Error(`committed ${loaded.rows} rows, expected ${ROWS}`);
+    const raw = await rawDuckDb(file, dir);
+
+    const pagesQuery = new URLSearchParams({ $filter: FILTER, $select: SELECT, $top: '25000' }).toString();
+    const applyQuery = new URLSearchParams({ $apply: APPLY, $top: '25000' }).toString();
+    await readAll(api, pagesQuery, ROW_START); // warm-up: caches, JIT
+    await raw.write(RAW_FILTERED);
+
+    const service: number[] = [];
+    const duck: number[] = [];
+    let served = { rows: 0, pages: 0, bytes: 0 };
+    let written = 0;
+    for (let i = 0; i < RUNS; i++) {
+      const s = await readAll(api, pagesQuery, ROW_START);
+      const d = await raw.write(RAW_FILTERED);
+      if (s.rows !== d.rows) throw new Error(`service returned ${s.rows} rows, DuckDB wrote ${d.rows}`);
+      served = s;
+      written = d.rows;
+      service.push(s.rows / s.seconds);
+      duck.push(d.rows / d.seconds);
+    }
+    const applyService: number[] = [];
+    const applyDuck: number[] = [];
+    for (let i = 0; i < RUNS + 1; i++) {
+      const s = await readAll(api, applyQuery, '{"category":');
+      const d = await raw.write(RAW_GROUPED);
+      if (s.rows !== d.rows) throw new Error(`$apply returned ${s.rows} groups, DuckDB wrote ${d.rows}`);
+      if (i > 0) {
+        applyService.push(s.seconds * 1000);
+        applyDuck.push(d.seconds * 1000);
+      }
+    }
+    raw.close();
+
+    const rps = median(service);
+    const rawRps = median(duck);
+    const ratio = rps / rawRps;
+    const out = [
+      `OData rows: ${ROWS.toLocaleString()}-row dataset, $filter=${FILTER}, $select=${SELECT}, $top=25000 (median of ${RUNS})`,
+      `  service (all ${served.pages} pages via nextLink, ${written.toLocaleString()} rows, ${(served.bytes / 1e6).toFixed(0)} MB JSON): ${Math.round(rps).toLocaleString()} rows/s`,
+      `  raw DuckDB COPY … TO json (same rows):                  ${Math.round(rawRps).toLocaleString()} rows/s`,
+      `  ratio service / DuckDB: ${ratio.toFixed(2)}x (target >= ${TARGET_RATIO}x) ${ratio >= TARGET_RATIO ? 'ok' : 'MISSED'}`,
+      `OData $apply: ${APPLY} (median of ${RUNS})`,
+      `  service ${median(applyService).toFixed(1)} ms, raw DuckDB GROUP BY → json ${median(applyDuck).toFixed(1)} ms, ratio ${(median(applyService) / median(applyDuck)).toFixed(2)}x`,
+      `  peak server memory ${((await server.peakRssBytes()) ?? 0) / 1e6 | 0} MB; load average before ${os.loadavg()[0].toFixed(2)}`,
+    ];
+    process.stdout.write(`${out.join('\n')}\n`);
+  } finally {
+    await server?.stop();
+    await fsp.rm(dir, { recursive: true, force: true });
+  }
+}

@@ -1,0 +1,81 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createWorkspace, signIn, type TestUser } from '../../../test/clients.ts';
+import { createTestApp, type TestApp } from '../../../test/harness.ts';
+import { seedSnapshot } from '../../../test/seed.ts';
+import type { SandboxJobRunner } from './runner.ts';
+
+/** Warm sandbox engines through the job service: grants, snapshots, identities, cancel. */
+let t: TestApp;
+let alice: TestUser; // owner of sales
+let rita: TestUser; // reader on sales.orders.* (a policy the test removes)
+let ritaPolicy: string;
+
+const J = '/jobs/api/v1';
+const daily = { workspace: 'sales', collection: 'orders', dataset: 'daily' };
+const columns = [
+  { name: 'id', type: 'BIGINT', nullable: false },
+  { name: 'amount', type: 'DECIMAL(18,2)', nullable: true },
+];
+
+const sandboxes = () => (t.app.lakeport.workers as unknown as { runner: SandboxJobRunner }).runner.sandboxes;
+
+async function run(user: TestUser, sql: string) {
+  const { execution_id } = (await user.request('POST', `${J}/jobs`, { sql_text: sql })).json();
+  const status = (await user.request('GET', `${J}/jobs/${execution_id}/status?wait=30`)).json();
+  const data = status.status === 'succeeded' ? (await user.request('GET', `${J}/jobs/${execution_id}/results`)).json().data : undefined;
+  return { status, data };
+}
+
+beforeAll(async () => {
+  t = await createTestApp({ jobs: { timeoutMs: 30_000, workers: 2, memoryLimit: '256MB', threads: 1 } });
+  [alice, rita] = await Promise.all(['alice', 'rita'].map((id) => signIn(t.app, t.adminToken, id)));
+  await createWorkspace(alice, 'sales');
+  const policy = await alice.request('POST', '/policy/v1/access/workspace/sales/policies', { principal: { identity: 'rita' }, role: 'reader', pattern: 'sales.orders.*' });
+  expect(policy.statusCode, policy.body).toBe(201);
+  ritaPolicy = policy.json().policy_id;
+  await seedSnapshot(t, daily, columns, 'SELECT i AS id, (i * 1.5)::DECIMAL(18,2) AS amount FROM range(1, 101) t(i)');
+});
+afterAll(async () => t.close());
+
+describe('pooled sandboxes behind the job service', () => {
+  it('reuses an engine for the same identity and views, and never across identities', async () => {
+    const before = sandboxes().stats();
+    expect((await run(alice, 'SELECT count(*) AS n FROM sales.orders.daily')).data).toEqual([[100]]);
+    expect((await run(alice, 'SELECT max(id) AS m FROM sales.orders.daily')).data).toEqual([[100]]);
+    const afterAlice = sandboxes().stats();
+    expect(afterAlice.misses - before.misses).toBe(1);
+    expect(afterAlice.hits - before.hits).toBe(1);
+    // rita reads the same dataset: her own engine, not alice's.
+    expect((await run(rita, 'SELECT count(*) AS n FROM sales.orders.daily')).data).toEqual([[100]]);
+    expect(sandboxes().stats().misses - afterAlice.misses).toBe(1);
+  });
+
+  it('sees a new snapshot at once (other files: another engine)', async () => {
+    expect((await run(alice, 'SELECT count(*) AS n FROM sales.orders.daily')).data).toEqual([[100]]);
+    await seedSnapshot(t, daily, columns, 'SELECT i AS id, 1.00::DECIMAL(18,2) AS amount FROM range(101, 111) t(i)');
+    const before = sandboxes().stats();
+    expect((await run(alice, 'SELECT count(*) AS n FROM sales.orders.daily')).data).toEqual([[110]]);
+    expect(sandboxes().stats().misses - before.misses).toBe(1);
+    expect(sandboxes().stats().evicted.superseded - before.evicted.superseded).toBeGreaterThanOrEqual(1);
+  });
+
+  it('refuses a dataset once its grant is gone, even with a warm engine for it', async () => {
+    expect((await run(rita, 'SELECT count(*) AS n FROM sales.orders.daily')).data).toEqual([[110]]);
+    const removed = await alice.request('DELETE', `/policy/v1/access/workspace/sales/policies/${ritaPolicy}`);
+    expect(removed.statusCode, removed.body).toBe(200);
+    const refused = await run(rita, 'SELECT count(*) AS n FROM sales.orders.daily');
+    expect(refused.status).toMatchObject({ status: 'failed', error: { code: 'DATASET_NOT_FOUND' } });
+  });
+
+  it('runs the next job normally after a job on a pooled engine was cancelled', async () => {
+    // Warm an engine for alice's empty view set, then cancel a job on it.
+    expect((await run(alice, 'SELECT 1 AS one')).data).toEqual([[1]]);
+    const submitted = (await alice.request('POST', `${J}/jobs`, { sql_text: 'SELECT count(*) FROM range(1000000000000) a' })).json();
+    await new Promise((r) => setTimeout(r, 300));
+    expect((await alice.request('POST', `${J}/jobs/${submitted.execution_id}/cancel`)).statusCode).toBe(200);
+    expect((await alice.request('GET', `${J}/jobs/${submitted.execution_id}/status?wait=20`)).json().status).toBe('cancelled');
+    const discarded = sandboxes().stats().evicted.discarded;
+    expect(discarded).toBeGreaterThanOrEqual(1);
+    for (let i = 0; i < 3; i++) expect((await run(alice, `SELECT ${i} AS n`)).data).toEqual([[i]]);
+  });
+});

@@ -1,0 +1,341 @@
+import { formatPattern, roleAtLeast, type Authorizer, type Pattern, type Principal, type Resource, type Role } from '../../../core/authz/index.ts';
+import type { Catalog, Dataset, SnapshotSelector } from '../../../core/catalog/index.ts';
+import type { Db } from '../../../core/db/index.ts';
+import { AppError } from '../../../core/errors/index.ts';
+import type { PolicyService } from '../../policy/index.ts';
+import type { ParamValue } from '../service.ts';
+import { StatementError, type Span } from './errors.ts';
+import type { AlterWorkspace, CreateSecret, CreateTag, DropTag, GrantStatement, LakeportStatement } from './parser.ts';
+import type { SecretStore } from './secret-store.ts';
+import { checkSecretShape, checkSecretValues, type HostResolver } from './secret-types.ts';
+
+/** What the statements need to know of a workspace from the account service (wired in app.ts). */
+export interface WorkspaceDirectory {
+  /** The account service's record of the workspace, or undefined when it has none. */
+  workspace(name: string): Promise<{ billingAccount: string; deleted: boolean } | undefined>;
+}
+
+export interface ExecutorDeps {
+  db: Db;
+  authz: Authorizer;
+  catalog: Catalog;
+  policy: PolicyService;
+  directory: WorkspaceDirectory;
+  secrets: SecretStore;
+  resolveHost: HostResolver;
+}
+
+/** What a statement did (or, checked without running, would do): the one-row result of its job. */
+export interface StatementOutcome {
+  message: string;
+}
+
+/**
+ * Runs Lakeport statements for a caller: every permission through core/authz, every effect through
+ * the service that owns it (the policy service for GRANT/REVOKE, the catalog for tags and the
+ * workspace lock, the secret store for CREATE SECRET). With `dryRun` (the check endpoint) it runs
+ * every check and changes nothing.
+ *
+ * Errors are StatementErrors with the place in the text they are about; an error of another service
+ * (a 404, 409 or 423) keeps its status and code and gains the place.
+ */
+export class StatementExecutor {
+  constructor(private readonly deps: ExecutorDeps) {}
+
+  async execute(caller: Principal, statement: LakeportStatement, parameters: Record<string, ParamValue>, options: { dryRun: boolean }): Promise<StatementOutcome> {
+    switch (statement.kind) {
+      case 'create_secret':
+        return this.createSecret(caller, statement, parameters, options.dryRun);
+      case 'grant':
+        return this.grant(caller, statement, options.dryRun);
+      case 'revoke':
+        return this.revoke(caller, statement, options.dryRun);
+      case 'create_tag':
+        return this.createTag(caller, statement, options.dryRun);
+      case 'drop_tag':
+        return this.dropTag(caller, statement, options.dryRun);
+      case 'alter_workspace':
+        return this.alterWorkspace(caller, statement, options.dryRun);
+    }
+  }
+
+  // ── shared ──
+
+  /** Runs `fn`; an error of another service below 500 gains `span` (same status and code). */
+  private async at<T>(span: Span, fn: () => Promise<T>): Promise<T> {
+    try {
+      return await fn();
+    } catch (error) {
+      if (error instanceof AppError && error.status < 500) throw new StatementError(String(error.code), error.message, span, error.status);
+      throw error;
+    }
+  }
+
+  /** The account-service record of a live workspace: 404 when there is none, 409 when it is deleted. */
+  private async liveWorkspace(workspace: string, span: Span) {
+    const record = await this.deps.directory.workspace(workspace);
+    if (record?.deleted) throw new StatementError('WORKSPACE_DELETED', `Workspace '${workspace}' is deleted; restore it first`, span, 409);
+    return record;
+  }
+
+  private async requireNamespace(workspace: string, span: Span) {
+    const namespace = await this.deps.catalog.findNamespace(workspace);
+    if (!namespace) throw new StatementError('WORKSPACE_NOT_FOUND', `Workspace '${workspace}' does not exist`, span, 404);
+    return namespace;
+  }
+
+  // ── CREATE SECRET ──
+
+  private async createSecret(caller: Principal, s: CreateSecret, parameters: Record<string, ParamValue>, dryRun: boolean): Promise<StatementOutcome> {
+    const spec = checkSecretShape(s);
+    const values = resolveValues(s, parameters);
+    const workspace = s.workspace.value;
+    const label = `${workspace}.${s.name.value}`;
+
+    // Owner on the whole workspace (ws.*) is what "ALTER on the workspace" means here.
+    if (!(await this.deps.authz.can(caller, 'owner', { workspace }))) {
+      throw new StatementError(
+        'PERMISSION_DENIED',
+        `You lack permission to manage secrets in workspace '${workspace}': CREATE SECRET needs the owner role on ${workspace}.*`,
+        s.workspace,
+        403,
+      );
+    }
+    await this.requireNamespace(workspace, s.workspace);
+    const record = await this.liveWorkspace(workspace, s.workspace);
+    if (!record) {
+      throw new StatementError(
+        'NO_BILLING_ACCOUNT',
+        `Workspace '${workspace}' has no billing account, and so no key to encrypt secrets under`,
+        s.workspace,
+        409,
+      );
+    }
+    const spans = Object.fromEntries(s.options.map((o) => [o.key.value, o.value]));
+    await checkSecretValues(spec.type, values, spans, this.deps.resolveHost);
+
+    const exists = () =>
+      new StatementError(
+        'SECRET_EXISTS',
+        `Secret ${label} already exists: use CREATE OR REPLACE SECRET to replace its value, or IF NOT EXISTS to leave it as it is`,
+        s.name,
+        409,
+      );
+    const mismatch = (type: string) =>
+      new StatementError(
+        'SECRET_TYPE_MISMATCH',
+        `Secret ${label} is of TYPE '${type}'; a secret's type is fixed when it is created (there is no ALTER SECRET): keep TYPE '${type}' or use another name`,
+        s.type,
+        409,
+      );
+
+    if (dryRun) {
+      const existing = await this.deps.secrets.find(workspace, s.name.value);
+      if (existing && !s.orReplace && !s.ifNotExists) throw exists();
+      if (existing && s.orReplace && existing.type !== spec.type) throw mismatch(existing.type);
+      return { message: `Secret ${label} would be ${existing ? (s.orReplace ? 'replaced' : 'left untouched') : 'created'}` };
+    }
+
+    const mode = s.orReplace ? 'replace' : s.ifNotExists ? 'if_not_exists' : 'create';
+    const stored = await this.deps.secrets.put(mode, { workspace, name: s.name.value, type: spec.type, billingAccount: record.billingAccount, values, by: caller.identity });
+    switch (stored.outcome) {
+      case 'created':
+        return { message: `Secret ${label} created` };
+      case 'replaced':
+        return { message: `Secret ${label} replaced` };
+      case 'unchanged':
+        return { message: `Secret ${label} already exists; left untouched` };
+      case 'exists':
+        throw exists();
+      case 'type_mismatch':
+        throw mismatch(stored.secret.type);
+    }
+  }
+
+  // ── GRANT / REVOKE ──
+
+  /** The caller's authority over a pattern: admin there, and at least the role in question. */
+  private async grantAuthority(caller: Principal, s: GrantStatement, role: Role): Promise<void> {
+    const held = await this.at(s.pattern, () => this.deps.authz.require(caller, 'admin', resourceOf(s.pattern.value)));
+    if (!roleAtLeast(held, role)) {
+      throw new StatementError('ROLE_ABOVE_OWN', `An ${held} cannot grant or revoke the ${role} role: nobody grants above their own role, and only owners grant owner`, s.role, 403);
+    }
+  }
+
+  /** The policy of a principal on a pattern (at most one exists), read-only. */
+  private existingPolicy(workspace: string, identity: string, pattern: string) {
+    return this.deps.db.kysely
+      .selectFrom('policies')
+      .select(['policy_id', 'role', 'principal_type'])
+      .where('workspace', '=', workspace)
+      .where('principal', '=', identity)
+      .where('pattern', '=', pattern)
+      .executeTakeFirst();
+  }
+
+  private async grant(caller: Principal, s: GrantStatement, dryRun: boolean): Promise<StatementOutcome> {
+    const workspace = s.pattern.value.workspace;
+    const pattern = formatPattern(s.pattern.value);
+    const { identity, type } = s.principal.value;
+    await this.grantAuthority(caller, s, s.role.value);
+    const record = await this.liveWorkspace(workspace, s.pattern);
+    if (!record) throw new StatementError('WORKSPACE_NOT_FOUND', `Workspace '${workspace}' does not exist`, s.pattern, 404);
+    const existing = await this.existingPolicy(workspace, identity, pattern);
+    if (existing) {
+      if (existing.role === s.role.value) return { message: `${identity} already holds ${existing.role} on ${pattern} (policy ${existing.policy_id}); nothing changed` };
+      throw new StatementError(
+        'POLICY_EXISTS',
+        `${identity} already holds ${existing.role} on ${pattern} (policy ${existing.policy_id}): REVOKE ${existing.role} ON ${pattern} FROM ${identity} first, or change that policy's role in the policy service`,
+        s.principal,
+        409,
+      );
+    }
+    if (dryRun) return { message: `Would grant ${s.role.value} on ${pattern} to ${identity}` };
+    const policy = await this.at(s.span, () => this.deps.policy.create(caller, workspace, { principal: { identity, type }, role: s.role.value, pattern }));
+    return { message: `Granted ${policy.role} on ${policy.pattern} to ${identity} (policy ${policy.policy_id})` };
+  }
+
+  private async revoke(caller: Principal, s: GrantStatement, dryRun: boolean): Promise<StatementOutcome> {
+    const workspace = s.pattern.value.workspace;
+    const pattern = formatPattern(s.pattern.value);
+    const { identity } = s.principal.value;
+    await this.grantAuthority(caller, s, s.role.value);
+    const record = await this.liveWorkspace(workspace, s.pattern);
+    if (!record) throw new StatementError('WORKSPACE_NOT_FOUND', `Workspace '${workspace}' does not exist`, s.pattern, 404);
+    const existing = await this.existingPolicy(workspace, identity, pattern);
+    if (!existing) throw new StatementError('POLICY_NOT_FOUND', `${identity} holds no grant on ${pattern}; nothing to revoke`, s.principal, 404);
+    if (existing.role !== s.role.value) {
+      throw new StatementError('ROLE_MISMATCH', `${identity} holds ${existing.role} on ${pattern}, not ${s.role.value}: REVOKE ${existing.role} ON ${pattern} FROM ${identity}`, s.role, 409);
+    }
+    if (dryRun) {
+      if (existing.role === 'owner' && pattern === `${workspace}.*`) {
+        const others = await this.deps.db.kysely
+          .selectFrom('policies')
+          .select('policy_id')
+          .where('workspace', '=', workspace)
+          .where('role', '=', 'owner')
+          .where('pattern', '=', pattern)
+          .where('policy_id', '!=', existing.policy_id)
+          .execute();
+        if (others.length === 0) throw new StatementError('LAST_OWNER', `This is the last owner policy of '${pattern}'; grant another owner first`, s.span, 409);
+      }
+      return { message: `Would revoke ${existing.role} on ${pattern} from ${identity} (policy ${existing.policy_id})` };
+    }
+    await this.at(s.span, () => this.deps.policy.remove(caller, workspace, existing.policy_id));
+    return { message: `Revoked ${existing.role} on ${pattern} from ${identity} (policy ${existing.policy_id} deleted)` };
+  }
+
+  // ── tags ──
+
+  /** The dataset, for a caller who may write it: unreadable ones look missing, readable-only ones are 403. */
+  private async writableDataset(caller: Principal, s: CreateTag | DropTag): Promise<Dataset> {
+    const ref = s.dataset.value;
+    const label = `${ref.workspace}.${ref.collection}.${ref.dataset}`;
+    const resource: Resource = { workspace: ref.workspace, collection: ref.collection, dataset: ref.dataset };
+    const dataset = await this.deps.catalog.findDataset(ref);
+    if (!dataset || !(await this.deps.authz.can(caller, 'reader', resource))) {
+      throw new StatementError('DATASET_NOT_FOUND', `Dataset ${label} does not exist, or you may not read it`, s.dataset, 404);
+    }
+    await this.at(s.dataset, () => this.deps.authz.require(caller, 'writer', resource));
+    if (dataset.kind === 'external') {
+      throw new StatementError('VERSIONING_NOT_SUPPORTED', `Dataset ${label} is listed from an external catalog; it has no snapshots to tag`, s.dataset, 400);
+    }
+    return dataset;
+  }
+
+  private async createTag(caller: Principal, s: CreateTag, dryRun: boolean): Promise<StatementOutcome> {
+    const dataset = await this.writableDataset(caller, s);
+    const label = `${dataset.workspace}.${dataset.collection}.${dataset.name}`;
+    const selector: SnapshotSelector = s.version
+      ? s.version.value.kind === 'id'
+        ? { kind: 'id', snapshotId: s.version.value.snapshotId }
+        : { kind: 'tag', name: s.version.value.name }
+      : { kind: 'current' };
+    const snapshot = await this.at(s.version ?? s.dataset, () => this.deps.catalog.resolveSnapshot(dataset.dataset_id, selector));
+    if (dryRun) {
+      const tags = await this.deps.catalog.listTags(dataset.dataset_id);
+      const existing = tags.find((t) => t.name === s.name.value);
+      if (existing) throw new StatementError('TAG_EXISTS', `Tag '${existing.name}' already exists (snapshot ${existing.snapshot_id})`, s.name, 409);
+      return { message: `Would create tag ${s.name.value} on ${label} at snapshot ${snapshot.snapshot_id}` };
+    }
+    const tag = await this.at(s.name, () => this.deps.catalog.createTag(dataset.dataset_id, s.name.value, snapshot.snapshot_id, caller.identity));
+    return { message: `Tag ${tag.name} created on ${label} at snapshot ${tag.snapshot_id}` };
+  }
+
+  private async dropTag(caller: Principal, s: DropTag, dryRun: boolean): Promise<StatementOutcome> {
+    const dataset = await this.writableDataset(caller, s);
+    const label = `${dataset.workspace}.${dataset.collection}.${dataset.name}`;
+    const missing = { message: `Tag ${s.name.value} does not exist on ${label}; nothing dropped` };
+    if (dryRun) {
+      const tag = (await this.deps.catalog.listTags(dataset.dataset_id)).find((t) => t.name === s.name.value);
+      if (!tag) {
+        if (s.ifExists) return missing;
+        throw new StatementError('TAG_NOT_FOUND', `${label} has no tag '${s.name.value}'`, s.name, 404);
+      }
+      const namespace = await this.requireNamespace(dataset.workspace, s.dataset);
+      if (namespace.guards.history_protection) {
+        throw new StatementError('GUARDED', `Workspace '${dataset.workspace}' keeps its history (history_protection): cannot delete tag '${tag.name}'`, s.span, 423);
+      }
+      return { message: `Would drop tag ${tag.name} from ${label} (it names snapshot ${tag.snapshot_id})` };
+    }
+    try {
+      const tag = await this.at(s.name, () => this.deps.catalog.deleteTag(dataset.dataset_id, s.name.value));
+      return { message: `Tag ${tag.name} dropped from ${label} (it named snapshot ${tag.snapshot_id})` };
+    } catch (error) {
+      if (s.ifExists && error instanceof StatementError && error.code === 'TAG_NOT_FOUND') return missing;
+      throw error;
+    }
+  }
+
+  // ── ALTER WORKSPACE ──
+
+  private async alterWorkspace(caller: Principal, s: AlterWorkspace, dryRun: boolean): Promise<StatementOutcome> {
+    const workspace = s.workspace.value;
+    if (!(await this.deps.authz.can(caller, 'owner', { workspace }))) {
+      throw new StatementError('PERMISSION_DENIED', `Only an owner of the whole workspace (${workspace}.*) may change its deletion_protection`, s.workspace, 403);
+    }
+    const record = await this.liveWorkspace(workspace, s.workspace);
+    await this.requireNamespace(workspace, s.workspace);
+    if (!record) throw new StatementError('WORKSPACE_NOT_FOUND', `Workspace '${workspace}' does not exist`, s.workspace, 404);
+    const state = s.value.value ? 'ON' : 'OFF';
+    const effect = s.value.value ? 'it cannot be deleted until its owner sets it OFF' : 'it can be deleted';
+    if (dryRun) return { message: `Would set deletion_protection of workspace ${workspace} ${state}` };
+    await this.at(s.span, () => this.deps.catalog.setNamespaceProperties(workspace, { deletion_protection: s.value.value }));
+    return { message: `Workspace ${workspace}: deletion_protection is ${state} (${effect})` };
+  }
+}
+
+function resourceOf(pattern: Pattern): Resource {
+  return { workspace: pattern.workspace, collection: pattern.collection, dataset: pattern.dataset };
+}
+
+/**
+ * The values of a CREATE SECRET's options: literals as written, parameters from the request's
+ * `parameters` only. Saved variables are never used for a secret (they are stored in clear), and a
+ * parameter must be a string. Names compare case-insensitively, as for queries.
+ */
+export function resolveValues(s: CreateSecret, parameters: Record<string, ParamValue>): Record<string, string> {
+  const lower = new Map(Object.entries(parameters).map(([k, v]) => [k.toLowerCase(), v]));
+  const missing = s.options.filter((o) => o.value.kind === 'parameter' && !lower.has(o.value.name.toLowerCase()));
+  if (missing.length > 0) {
+    const names = [...new Set(missing.map((o) => (o.value.kind === 'parameter' ? `:${o.value.name}` : '')))];
+    throw new StatementError(
+      'PARAMETER_NOT_DEFINED',
+      `The statement references parameter(s) with no value: ${names.join(', ')} (pass them in the request's parameters; a secret's values are never taken from saved variables)`,
+      missing[0].value,
+    );
+  }
+  const values: Record<string, string> = {};
+  for (const option of s.options) {
+    if (option.value.kind === 'literal') {
+      values[option.key.value] = option.value.text;
+      continue;
+    }
+    const value = lower.get(option.value.name.toLowerCase());
+    if (typeof value !== 'string') {
+      throw new StatementError('INVALID_PARAMETER', `:${option.value.name} must be a string for ${option.key.value} (it is ${value === null ? 'null' : `a ${typeof value}`})`, option.value);
+    }
+    values[option.key.value] = value;
+  }
+  return values;
+}

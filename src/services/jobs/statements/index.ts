@@ -1,0 +1,153 @@
+import { DuckDBInstance } from '@duckdb/node-api';
+import type { Authorizer, Principal } from '../../../core/authz/index.ts';
+import type { Catalog } from '../../../core/catalog/index.ts';
+import { newId, type Sealer } from '../../../core/crypto/index.ts';
+import type { Db } from '../../../core/db/index.ts';
+import { quoteString } from '../../../core/engine/index.ts';
+import type { BlobStore } from '../../../core/storage/index.ts';
+import type { PolicyService } from '../../policy/index.ts';
+import type { JobRepo, JobRow } from '../repo.ts';
+import type { ParamValue } from '../service.ts';
+import { placeOf, StatementError, toHttpError } from './errors.ts';
+import { StatementExecutor, type WorkspaceDirectory } from './executor.ts';
+import { isLakeportText, parseStatement, redactedSecretText, type LakeportStatement } from './parser.ts';
+import { SecretStore } from './secret-store.ts';
+import { systemResolver, type HostResolver } from './secret-types.ts';
+
+export { SecretStore } from './secret-store.ts';
+export { isLakeportText, parseStatement, redactedSecretText } from './parser.ts';
+export type { WorkspaceDirectory } from './executor.ts';
+export type { HostResolver } from './secret-types.ts';
+
+/** What app.ts hands the job service for Lakeport's own statements. */
+export interface StatementOptions {
+  policy: PolicyService;
+  directory: WorkspaceDirectory;
+  /** The master key's sealer: it wraps the per-billing-account data keys. */
+  sealer: Sealer;
+  /** How http_endpoint host names are resolved (tests pass their own). */
+  resolveHost?: HostResolver;
+}
+
+export interface StatementDeps extends StatementOptions {
+  db: Db;
+  authz: Authorizer;
+  catalog: Catalog;
+  repo: JobRepo;
+  blobs: BlobStore;
+  timeoutMs: number;
+}
+
+const RESULT_COLUMNS = [{ name: 'status', type: 'VARCHAR' }];
+
+/**
+ * Lakeport's own statements (CREATE SECRET, GRANT, REVOKE, CREATE/DROP TAG, ALTER WORKSPACE) as the
+ * job service runs them: they change metadata only, so they run inside the submit request. Success is
+ * a job that is already `succeeded`, with a one-row result (`status`: what was done); an error is an
+ * HTTP error of the submit and leaves no job behind.
+ *
+ * A CREATE SECRET's values are never stored or logged in clear: the job row keeps a text rebuilt from
+ * the parse with every literal lifted out (`KEY :redacted_key`) and no parameter values.
+ */
+export class LakeportStatements {
+  private readonly executor: StatementExecutor;
+  readonly secrets: SecretStore;
+
+  constructor(private readonly deps: StatementDeps) {
+    this.secrets = new SecretStore(deps.db, deps.sealer);
+    this.executor = new StatementExecutor({
+      db: deps.db,
+      authz: deps.authz,
+      catalog: deps.catalog,
+      policy: deps.policy,
+      directory: deps.directory,
+      secrets: this.secrets,
+      resolveHost: deps.resolveHost ?? systemResolver,
+    });
+  }
+
+  /** Whether this text is for this path rather than the query path. */
+  handles(sqlText: string): boolean {
+    return isLakeportText(sqlText);
+  }
+
+  /**
+   * Runs a Lakeport statement submitted as a job; undefined when the text is not one (a query).
+   * Throws an AppError (400/403/404/409/423) when the statement is refused; nothing is changed then.
+   */
+  async submit(caller: Principal, input: { sql_text: string; client_info?: Record<string, unknown> | null; parameters?: Record<string, ParamValue> | null }): Promise<JobRow | undefined> {
+    const sqlText = input.sql_text;
+    if (!this.handles(sqlText)) return undefined;
+    const started = new Date();
+    let statement: LakeportStatement;
+    let outcome: { message: string };
+    try {
+      statement = parseStatement(sqlText);
+      outcome = await this.executor.execute(caller, statement, input.parameters ?? {}, { dryRun: false });
+    } catch (error) {
+      if (error instanceof StatementError) throw toHttpError(sqlText, error);
+      throw error;
+    }
+    const executionId = newId('job');
+    // The change is made; a result file that cannot be written leaves a job without results, not a failed submit.
+    const resultKey = await this.writeResult(executionId, outcome.message).catch(() => null);
+    return this.deps.repo.insert({
+      execution_id: executionId,
+      owner: caller.identity,
+      sql_text: statement.kind === 'create_secret' ? redactedSecretText(statement) : sqlText,
+      // Never the request's parameters: for a CREATE SECRET they are the secret's values.
+      parameters: '{}',
+      client_info: input.client_info ? JSON.stringify(input.client_info) : null,
+      permissions: JSON.stringify(caller.permissions),
+      status: 'succeeded',
+      result_key: resultKey,
+      row_count: 1,
+      columns: JSON.stringify(RESULT_COLUMNS),
+      timeout_ms: this.deps.timeoutMs,
+      created_at: started,
+      started_at: started,
+      finished_at: new Date(),
+    });
+  }
+
+  /**
+   * The check endpoint's answer for a Lakeport statement (undefined for a query): parsed, resolved and
+   * checked as a submit would be, permissions and existing objects included, without changing anything.
+   */
+  async check(caller: Principal, sqlText: string, parameters: Record<string, ParamValue>) {
+    if (!this.handles(sqlText)) return undefined;
+    try {
+      const statement = parseStatement(sqlText);
+      await this.executor.execute(caller, statement, parameters, { dryRun: true });
+      return { ok: true, columns: RESULT_COLUMNS, relations: [] };
+    } catch (error) {
+      if (!(error instanceof StatementError)) throw error;
+      const { line, column, start, end } = placeOf(sqlText, error.span);
+      return { ok: false, error: { code: error.code, message: error.message, line, column, start, end }, relations: [] };
+    }
+  }
+
+  /** The job's one-row result (`status`), written once as Parquet like any job's, so results and download work. */
+  private async writeResult(executionId: string, message: string): Promise<string> {
+    const local = await this.deps.blobs.tempPath('.parquet');
+    const instance = await DuckDBInstance.create(':memory:', {
+      threads: '1',
+      memory_limit: '64MB',
+      autoinstall_known_extensions: 'false',
+      autoload_known_extensions: 'false',
+    });
+    try {
+      const connection = await instance.connect();
+      try {
+        await connection.run(`COPY (SELECT $status::VARCHAR AS status) TO ${quoteString(local)} (FORMAT parquet)`, { status: message });
+      } finally {
+        connection.closeSync();
+      }
+    } finally {
+      instance.closeSync();
+    }
+    const key = `results/${executionId}.parquet`;
+    await this.deps.blobs.putFile(key, local);
+    return key;
+  }
+}

@@ -1,0 +1,709 @@
+import { IDENTITY_REGEX } from '../../../core/http/index.ts';
+import { parsePattern, ROLES, isRole, PATTERN_HINT, type Pattern, type Role } from '../../../core/authz/index.ts';
+import { NAME_REGEX, TAG_NAME_REGEX } from '../../../core/catalog/index.ts';
+import { tokenizeSql, type SqlToken } from '../../../core/engine/index.ts';
+import { StatementError, type Span } from './errors.ts';
+
+/**
+ * Lakeport's own statements (docs/sql.md, docs/secrets.md): a tokenizer shared with the query path
+ * (`tokenizeSql`: the same quoting and comment rules) and a small recursive-descent parser. DuckDB's
+ * parser knows none of these. Every node keeps its span in the user's text, so errors point at it.
+ *
+ *   CREATE [OR REPLACE] SECRET [IF NOT EXISTS] <name> IN <workspace> (TYPE '<type>', <KEY> {:param | '<literal>'} [, …])
+ *   GRANT <role> ON <pattern> TO [USER | SERVICE_ACCOUNT] <principal>
+ *   REVOKE <role> ON <pattern> FROM [USER | SERVICE_ACCOUNT] <principal>
+ *   CREATE TAG <tag> ON <ws>.<coll>.<ds> [AT (VERSION => <snapshot_id> | '<tag>')]
+ *   DROP TAG [IF EXISTS] <tag> ON <ws>.<coll>.<ds>
+ *   ALTER WORKSPACE <name> SET deletion_protection {TO | =} {ON | OFF | TRUE | FALSE}
+ *
+ * Keywords are case-insensitive. Names are bare words or "quoted identifiers" and are lowercased
+ * either way (Lakeport's names are); a principal keeps the case of a quoted identifier or a
+ * 'string', and a bare one is lowercased as SQL folds identifiers. One trailing `;` is allowed.
+ */
+
+export interface Located<T> extends Span {
+  value: T;
+}
+
+export type OptionValue = ({ kind: 'literal'; text: string } | { kind: 'parameter'; name: string }) & Span;
+
+export interface SecretOption {
+  /** The key, upper-cased (`KEY`, `SCOPE`, …). */
+  key: Located<string>;
+  value: OptionValue;
+}
+
+export interface CreateSecret {
+  kind: 'create_secret';
+  orReplace: boolean;
+  ifNotExists: boolean;
+  name: Located<string>;
+  workspace: Located<string>;
+  /** TYPE as written (lowercased); its meaning is checked against the type table later. */
+  type: Located<string>;
+  /** Every option but TYPE, in the order written. */
+  options: SecretOption[];
+  span: Span;
+}
+
+export interface PrincipalRef {
+  identity: string;
+  type: 'user' | 'service_account';
+}
+
+export interface GrantStatement {
+  kind: 'grant' | 'revoke';
+  role: Located<Role>;
+  pattern: Located<Pattern>;
+  principal: Located<PrincipalRef>;
+  span: Span;
+}
+
+export interface DatasetName {
+  workspace: string;
+  collection: string;
+  dataset: string;
+}
+
+export type TagVersion = { kind: 'id'; snapshotId: number } | { kind: 'tag'; name: string };
+
+export interface CreateTag {
+  kind: 'create_tag';
+  name: Located<string>;
+  dataset: Located<DatasetName>;
+  version?: Located<TagVersion>;
+  span: Span;
+}
+
+export interface DropTag {
+  kind: 'drop_tag';
+  ifExists: boolean;
+  name: Located<string>;
+  dataset: Located<DatasetName>;
+  span: Span;
+}
+
+export interface AlterWorkspace {
+  kind: 'alter_workspace';
+  workspace: Located<string>;
+  property: Located<'deletion_protection'>;
+  value: Located<boolean>;
+  span: Span;
+}
+
+export type LakeportStatement = CreateSecret | GrantStatement | CreateTag | DropTag | AlterWorkspace;
+export type StatementKind = LakeportStatement['kind'] | 'alter_secret';
+
+/** Secret names: letters, digits and underscores, not starting with a digit. */
+export const SECRET_NAME_REGEX = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
+
+/** Words that may sit between CREATE and SECRET in DuckDB's syntax. */
+const SECRET_MODIFIERS = new Set(['TEMP', 'TEMPORARY', 'PERSISTENT']);
+
+const upper = (t: SqlToken | undefined): string | undefined => (t && t.kind === 'word' ? t.text.toUpperCase() : undefined);
+
+/** Which Lakeport statement starts at token `i`, if any (by its leading keywords only). */
+function kindAt(tokens: SqlToken[], i: number): StatementKind | undefined {
+  const w = (k: number) => upper(tokens[i + k]);
+  switch (w(0)) {
+    case 'GRANT':
+      return 'grant';
+    case 'REVOKE':
+      return 'revoke';
+    case 'ALTER':
+      if (w(1) === 'WORKSPACE') return 'alter_workspace';
+      if (w(1) === 'SECRET' || (SECRET_MODIFIERS.has(w(1) ?? '') && w(2) === 'SECRET')) return 'alter_secret';
+      return undefined;
+    case 'DROP':
+      return w(1) === 'TAG' ? 'drop_tag' : undefined;
+    case 'CREATE': {
+      let k = 1;
+      if (w(k) === 'OR' && w(k + 1) === 'REPLACE') k += 2;
+      if (SECRET_MODIFIERS.has(w(k) ?? '')) k++;
+      if (w(k) === 'SECRET') return 'create_secret';
+      if (w(k) === 'TAG') return 'create_tag';
+      return undefined;
+    }
+    default:
+      return undefined;
+  }
+}
+
+/** Statements of a token list, split at top-level `;`, each with the index of its first token. */
+function statementStarts(tokens: SqlToken[]): number[] {
+  const starts: number[] = [];
+  let begin = true;
+  tokens.forEach((t, i) => {
+    if (t.kind === 'operator' && t.text === ';') begin = true;
+    else if (begin) {
+      starts.push(i);
+      begin = false;
+    }
+  });
+  return starts;
+}
+
+/**
+ * Whether the text belongs to the Lakeport statement path: one of its statements starts like a
+ * Lakeport statement, or CREATE/ALTER … SECRET appears anywhere (so a secret literal written after
+ * some other statement still never reaches the job table).
+ */
+export function isLakeportText(sql: string): boolean {
+  const tokens = tokenizeSql(sql);
+  if (statementStarts(tokens).some((i) => kindAt(tokens, i) !== undefined)) return true;
+  return tokens.some((t, i) => t.kind === 'word' && ['CREATE', 'ALTER'].includes(t.text.toUpperCase()) && ['create_secret', 'alter_secret'].includes(kindAt(tokens, i) ?? ''));
+}
+
+/**
+ * The shared lexer reads `.2024` and `2024ws.orders.` as numbers (DuckDB's decimals). These statements
+ * have no decimals, only names that may start with a digit, so such a token is split at its dots.
+ */
+function splitDottedNumbers(tokens: SqlToken[]): SqlToken[] {
+  const out: SqlToken[] = [];
+  for (const t of tokens) {
+    if (t.kind !== 'number' || !t.text.includes('.')) {
+      out.push(t);
+      continue;
+    }
+    let at = t.start;
+    for (const piece of t.text.split(/(\.)/)) {
+      if (piece === '') continue;
+      const kind = piece === '.' ? 'operator' : /^[0-9]/.test(piece) ? 'number' : 'word';
+      out.push({ kind, start: at, end: at + piece.length, text: piece });
+      at += piece.length;
+    }
+  }
+  return out;
+}
+
+/** Parses the one Lakeport statement of `sql`; throws a positioned StatementError otherwise. */
+export function parseStatement(sql: string): LakeportStatement {
+  return new Parser(sql).statement();
+}
+
+class Parser {
+  private readonly tokens: SqlToken[];
+  private i = 0;
+  /** Inside CREATE SECRET, tokens are described by kind only: a misplaced secret is never echoed. */
+  private guarded = false;
+
+  constructor(private readonly sql: string) {
+    this.tokens = splitDottedNumbers(tokenizeSql(sql));
+  }
+
+  // ── tokens ──
+
+  private peek(offset = 0): SqlToken | undefined {
+    return this.tokens[this.i + offset];
+  }
+
+  private next(): SqlToken | undefined {
+    return this.tokens[this.i++];
+  }
+
+  private isWord(word: string, offset = 0): boolean {
+    return upper(this.peek(offset)) === word;
+  }
+
+  private acceptWord(word: string): SqlToken | undefined {
+    if (!this.isWord(word)) return undefined;
+    return this.next();
+  }
+
+  private isOperator(text: string, offset = 0): boolean {
+    const t = this.peek(offset);
+    return t !== undefined && t.kind === 'operator' && t.text === text;
+  }
+
+  private acceptOperator(text: string): SqlToken | undefined {
+    return this.isOperator(text) ? this.next() : undefined;
+  }
+
+  /** The span of the current token, or at the end of the text the last one. */
+  private here(): Span {
+    const t = this.peek();
+    if (t) return { start: t.start, end: t.end };
+    const last = this.tokens[this.tokens.length - 1];
+    return last ? { start: last.start, end: last.end } : { start: 0, end: this.sql.length };
+  }
+
+  private describe(t: SqlToken | undefined): string {
+    if (!t) return 'the end of the statement';
+    if (t.kind === 'string') return 'a string';
+    if (t.kind === 'placeholder') return `the parameter ${t.text}`;
+    if (t.kind === 'operator') return t.text === "'" ? 'a quote' : `'${t.text}'`;
+    if (t.kind === 'parameter') return `'${t.text.slice(0, 40)}'`;
+    if (this.guarded) return t.kind === 'number' ? 'a number' : t.kind === 'quoted_identifier' ? 'a quoted identifier' : 'a word';
+    return `'${t.text.length > 40 ? `${t.text.slice(0, 40)}…` : t.text}'`;
+  }
+
+  private fail(code: string, message: string, span: Span = this.here()): never {
+    throw new StatementError(code, message, span);
+  }
+
+  private expected(what: string): never {
+    this.fail('SYNTAX_ERROR', `Expected ${what}, found ${this.describe(this.peek())}`);
+  }
+
+  private expectWord(word: string, what = word): SqlToken {
+    return this.acceptWord(word) ?? this.expected(what);
+  }
+
+  private expectOperator(text: string, what = `'${text}'`): SqlToken {
+    return this.acceptOperator(text) ?? this.expected(what);
+  }
+
+  // ── statements ──
+
+  statement(): LakeportStatement {
+    const first = this.peek();
+    if (!first) this.fail('EMPTY_STATEMENT', 'The SQL has no statement');
+    const kind = kindAt(this.tokens, 0);
+    let statement: LakeportStatement;
+    switch (kind) {
+      case 'create_secret':
+        statement = this.createSecret();
+        break;
+      case 'grant':
+      case 'revoke':
+        statement = this.grant(kind);
+        break;
+      case 'create_tag':
+        statement = this.createTag();
+        break;
+      case 'drop_tag':
+        statement = this.dropTag();
+        break;
+      case 'alter_workspace':
+        statement = this.alterWorkspace();
+        break;
+      case 'alter_secret':
+        this.fail(
+          'STATEMENT_NOT_SUPPORTED',
+          "There is no ALTER SECRET: replace a secret's value with CREATE OR REPLACE SECRET <name> IN <workspace> (TYPE '<its type>', …); its type cannot change",
+          { start: first.start, end: this.tokens[1]?.end ?? first.end },
+        );
+      default: {
+        // Another statement first, with a Lakeport one after it (or a CREATE SECRET run into it).
+        const starts = statementStarts(this.tokens);
+        if (starts.length > 1) {
+          const second = this.tokens[starts[1]];
+          this.fail('MULTIPLE_STATEMENTS', 'A Lakeport statement must be the only statement in its request', { start: second.start, end: second.end });
+        }
+        const inner = this.tokens.findIndex((_, k) => k > 0 && ['create_secret', 'alter_secret'].includes(kindAt(this.tokens, k) ?? ''));
+        if (inner > 0) {
+          const at = this.tokens[inner];
+          this.fail('MULTIPLE_STATEMENTS', 'CREATE SECRET must be the only statement in its request', { start: at.start, end: at.end });
+        }
+        this.fail('SYNTAX_ERROR', 'Not a Lakeport statement: expected CREATE SECRET, GRANT, REVOKE, CREATE TAG, DROP TAG or ALTER WORKSPACE', { start: first.start, end: first.end });
+      }
+    }
+    this.end();
+    return statement;
+  }
+
+  /** One optional `;`, then nothing: a second statement is MULTIPLE_STATEMENTS. */
+  private end(): void {
+    if (this.acceptOperator(';')) {
+      while (this.acceptOperator(';')) {
+        // empty statements are nothing
+      }
+      const rest = this.peek();
+      if (rest) {
+        this.fail('MULTIPLE_STATEMENTS', 'A Lakeport statement must be the only statement in its request; remove everything after the first `;`', {
+          start: rest.start,
+          end: rest.end,
+        });
+      }
+      return;
+    }
+    const rest = this.peek();
+    if (rest) this.fail('SYNTAX_ERROR', `Unexpected ${this.describe(rest)} after the end of the statement`);
+  }
+
+  private spanFrom(start: number): Span {
+    const last = this.tokens[this.i - 1];
+    return { start, end: last ? last.end : start };
+  }
+
+  // ── CREATE SECRET ──
+
+  private createSecret(): CreateSecret {
+    this.guarded = true;
+    const start = this.expectWord('CREATE').start;
+    let orReplace: Span | undefined;
+    if (this.isWord('OR')) {
+      const or = this.next()!;
+      orReplace = { start: or.start, end: this.expectWord('REPLACE').end };
+    }
+    const modifier = this.peek();
+    if (modifier && SECRET_MODIFIERS.has(upper(modifier) ?? '')) {
+      this.fail(
+        'STATEMENT_NOT_SUPPORTED',
+        `${modifier.text.toUpperCase()} is DuckDB's syntax: a Lakeport secret is always stored, encrypted, in a workspace; write CREATE SECRET <name> IN <workspace> (…)`,
+        { start: modifier.start, end: modifier.end },
+      );
+    }
+    this.expectWord('SECRET');
+    let ifNotExists: Span | undefined;
+    if (this.isWord('IF')) {
+      const ifToken = this.next()!;
+      this.expectWord('NOT', 'NOT EXISTS after IF');
+      ifNotExists = { start: ifToken.start, end: this.expectWord('EXISTS', 'EXISTS after IF NOT').end };
+    }
+    if (orReplace && ifNotExists) {
+      this.fail('CONTRADICTORY_OPTIONS', 'OR REPLACE and IF NOT EXISTS contradict each other: use one of them', { start: orReplace.start, end: ifNotExists.end });
+    }
+    if (this.isOperator('(')) this.fail('SYNTAX_ERROR', 'A secret needs a name: CREATE SECRET <name> IN <workspace> (…)');
+    const name = this.secretName();
+    if (this.isOperator('.')) {
+      this.fail('SYNTAX_ERROR', 'A secret name is not dotted: write CREATE SECRET <name> IN <workspace> (…)');
+    }
+    if (!this.isWord('IN')) {
+      if (this.isOperator('(')) this.fail('SYNTAX_ERROR', 'IN <workspace> is required: CREATE SECRET <name> IN <workspace> (…)');
+      this.expected('IN <workspace>');
+    }
+    this.next();
+    const workspace = this.objectName('workspace');
+    if (this.isOperator('.')) {
+      this.fail('SYNTAX_ERROR', 'IN takes a bare workspace name, not a dotted one: a secret belongs to a whole workspace');
+    }
+    this.expectOperator('(', "'(' and the secret's options");
+    const options: SecretOption[] = [];
+    let type: Located<string> | undefined;
+    const seen = new Set<string>();
+    if (this.isOperator(')')) this.fail('MISSING_SECRET_KEY', "A secret needs TYPE '<type>' and its keys");
+    for (;;) {
+      const keyToken = this.peek();
+      if (!keyToken || keyToken.kind !== 'word') this.expected("an option name such as TYPE or KEY");
+      this.next();
+      const key: Located<string> = { value: keyToken.text.toUpperCase(), start: keyToken.start, end: keyToken.end };
+      if (seen.has(key.value)) this.fail('DUPLICATE_SECRET_KEY', `${key.value} is given more than once`, key);
+      seen.add(key.value);
+      if (this.isOperator('=') || this.isOperator(':=')) this.fail('SYNTAX_ERROR', `Write ${key.value} '<value>' or ${key.value} :parameter, without '='`);
+      if (key.value === 'TYPE') {
+        type = this.typeLiteral();
+      } else {
+        options.push({ key, value: this.optionValue(key.value) });
+      }
+      if (this.acceptOperator(',')) {
+        if (this.isOperator(')')) this.fail('SYNTAX_ERROR', "Expected another option after ',', found ')'");
+        continue;
+      }
+      if (this.acceptOperator(')')) break;
+      this.expected("',' or ')'");
+    }
+    if (!type) this.fail('MISSING_SECRET_KEY', "TYPE is required: (TYPE '<type>', …)", { start, end: this.tokens[this.i - 1].end });
+    return { kind: 'create_secret', orReplace: orReplace !== undefined, ifNotExists: ifNotExists !== undefined, name, workspace, type, options, span: this.spanFrom(start) };
+  }
+
+  private typeLiteral(): Located<string> {
+    const t = this.peek();
+    if (t?.kind === 'placeholder' || this.isAdjacentParameter()) this.fail('SYNTAX_ERROR', "TYPE is a string literal, not a parameter: TYPE 'gcs_service_account'");
+    if (!t || t.kind !== 'string') {
+      this.fail('SYNTAX_ERROR', `TYPE is a string literal, e.g. TYPE 'gcs_service_account' (found ${this.describe(t)})`);
+    }
+    this.next();
+    return { value: this.decodeString(t).toLowerCase(), start: t.start, end: t.end };
+  }
+
+  /** `:name` glued to the previous word (`KEY:p`), which the shared lexer reads as ':' then a word. */
+  private isAdjacentParameter(): boolean {
+    const colon = this.peek();
+    const word = this.peek(1);
+    return colon?.kind === 'operator' && colon.text === ':' && word?.kind === 'word' && word.start === colon.end && /^[A-Za-z_][A-Za-z0-9_]*$/.test(word.text);
+  }
+
+  private optionValue(key: string): OptionValue {
+    const t = this.peek();
+    if (t?.kind === 'placeholder') {
+      this.next();
+      return { kind: 'parameter', name: t.text.slice(1), start: t.start, end: t.end };
+    }
+    if (this.isAdjacentParameter()) {
+      const colon = this.next()!;
+      const word = this.next()!;
+      return { kind: 'parameter', name: word.text, start: colon.start, end: word.end };
+    }
+    if (t?.kind === 'string') {
+      this.next();
+      return { kind: 'literal', text: this.decodeString(t), start: t.start, end: t.end };
+    }
+    if (t?.kind === 'parameter') this.fail('UNSUPPORTED_PARAMETER', `Write parameters as :name (found ${this.describe(t)})`);
+    this.fail('SYNTAX_ERROR', `${key} takes a :parameter or a 'string literal' (found ${this.describe(t)})`);
+  }
+
+  /**
+   * The value of a string token: '…' with '' for a quote, or $$…$$ / $tag$…$tag$ verbatim.
+   * E'…' (backslash escapes) is refused rather than guessed at; unterminated strings are errors.
+   */
+  private decodeString(t: SqlToken): string {
+    const text = t.text;
+    const span = { start: t.start, end: t.end };
+    if (text.startsWith("'")) {
+      let out = '';
+      for (let k = 1; k < text.length; k++) {
+        const c = text[k];
+        if (c === "'") {
+          if (text[k + 1] === "'") {
+            out += "'";
+            k++;
+            continue;
+          }
+          if (k === text.length - 1) return out;
+          break;
+        }
+        out += c;
+      }
+      this.fail('SYNTAX_ERROR', 'Unterminated string literal: close it with a quote', span);
+    }
+    const tag = /^\$(?:[A-Za-z_\u0080-\uffff][A-Za-z0-9_\u0080-\uffff]*)?\$/.exec(text);
+    if (tag) {
+      if (text.length < 2 * tag[0].length || !text.endsWith(tag[0])) this.fail('SYNTAX_ERROR', `Unterminated dollar-quoted string: close it with ${tag[0]}`, span);
+      return text.slice(tag[0].length, text.length - tag[0].length);
+    }
+    this.fail('SYNTAX_ERROR', "Write values as '…' (a quote inside doubled: '') or $$…$$; E'…' strings are not supported here", span);
+  }
+
+  // ── names ──
+
+  /** A name token: a bare word, a "quoted identifier", or (for names that start with a digit) a number-like word. */
+  private nameToken(what: string): { text: string; span: Span; quoted: boolean } {
+    const t = this.peek();
+    if (t && (t.kind === 'word' || t.kind === 'number')) {
+      this.next();
+      return { text: t.text, span: { start: t.start, end: t.end }, quoted: false };
+    }
+    if (t && t.kind === 'quoted_identifier') {
+      this.next();
+      const inner = t.text.length >= 2 && t.text.endsWith('"') ? t.text.slice(1, -1).replace(/""/g, '"') : undefined;
+      if (inner === undefined) this.fail('SYNTAX_ERROR', 'Unterminated quoted identifier: close it with "', { start: t.start, end: t.end });
+      return { text: inner, span: { start: t.start, end: t.end }, quoted: true };
+    }
+    this.expected(what);
+  }
+
+  private secretName(): Located<string> {
+    const { text, span } = this.nameToken('the secret name');
+    if (!SECRET_NAME_REGEX.test(text)) {
+      const why = text.length === 0 || text.length > 63 ? 'is 1-63 characters' : /^[0-9]/.test(text) ? 'must not start with a digit' : 'is letters, digits and underscores';
+      this.fail('INVALID_NAME', `A secret name ${why} (letters, digits and underscores, not starting with a digit)`, span);
+    }
+    return { value: text.toLowerCase(), ...span };
+  }
+
+  private objectName(kind: 'workspace' | 'collection' | 'dataset'): Located<string> {
+    const { text, span } = this.nameToken(`a ${kind} name`);
+    if (!NAME_REGEX.test(text)) this.fail('INVALID_NAME', `'${text.slice(0, 80)}' is not a ${kind} name: use 1 to 63 letters, digits or underscores`, span);
+    return { value: text.toLowerCase(), ...span };
+  }
+
+  private datasetName(): Located<DatasetName> {
+    const workspace = this.objectName('workspace');
+    const dot = () => this.isOperator('.') || this.fail('SYNTAX_ERROR', `Name the dataset as workspace.collection.dataset (found ${this.describe(this.peek())})`);
+    dot();
+    this.next();
+    const collection = this.objectName('collection');
+    dot();
+    this.next();
+    const dataset = this.objectName('dataset');
+    if (this.isOperator('.')) this.fail('SYNTAX_ERROR', 'A dataset name has three parts: workspace.collection.dataset');
+    return { value: { workspace: workspace.value, collection: collection.value, dataset: dataset.value }, start: workspace.start, end: dataset.end };
+  }
+
+  private tagName(): Located<string> {
+    const t = this.peek();
+    let text: string;
+    let span: Span;
+    if (t?.kind === 'string') {
+      this.next();
+      text = this.decodeString(t);
+      span = { start: t.start, end: t.end };
+    } else {
+      ({ text, span } = this.nameToken('a tag name'));
+    }
+    const lower = text.toLowerCase();
+    if (!TAG_NAME_REGEX.test(lower) || lower === 'current' || lower === 'previous') {
+      this.fail('INVALID_NAME', `'${text.slice(0, 80)}' is not a tag name: 1 to 63 letters, digits, '_', '.' or '-', starting with a letter or '_' (not 'current' or 'previous'); quote names with '.' or '-'`, span);
+    }
+    return { value: lower, ...span };
+  }
+
+  // ── GRANT / REVOKE ──
+
+  private grant(kind: 'grant' | 'revoke'): GrantStatement {
+    const start = this.next()!.start;
+    const roleToken = this.peek();
+    const roleText = roleToken && (roleToken.kind === 'word' || roleToken.kind === 'quoted_identifier') ? roleToken.text.replace(/^"|"$/g, '').toLowerCase() : undefined;
+    if (!roleToken || !isRole(roleText)) this.expected(`a role (${[...ROLES].reverse().join(', ')})`);
+    this.next();
+    const role: Located<Role> = { value: roleText, start: roleToken.start, end: roleToken.end };
+    this.expectWord('ON', 'ON <pattern>');
+    const pattern = this.pattern();
+    const preposition = kind === 'grant' ? 'TO' : 'FROM';
+    this.expectWord(preposition, `${preposition} <principal>`);
+    const principal = this.principal();
+    return { kind, role, pattern, principal, span: this.spanFrom(start) };
+  }
+
+  /** `ws.*`, `ws.coll.*`, `ws.coll.ds` (parts may be "quoted"), or the same as a 'string'. */
+  private pattern(): Located<Pattern> {
+    const first = this.peek();
+    if (!first) this.expected('a pattern such as workspace.*');
+    let text: string;
+    if (first.kind === 'string') {
+      this.next();
+      text = this.decodeString(first);
+    } else {
+      const parts: string[] = [];
+      for (;;) {
+        if (this.isOperator('*')) {
+          this.next();
+          parts.push('*');
+          break;
+        }
+        const part = this.nameToken('a pattern such as workspace.*, workspace.collection.* or workspace.collection.dataset');
+        if (!NAME_REGEX.test(part.text)) this.fail('INVALID_PATTERN', `'${part.text.slice(0, 80)}' is not a name: use 1 to 63 letters, digits or underscores`, part.span);
+        parts.push(part.text);
+        if (!this.acceptOperator('.')) break;
+      }
+      text = parts.join('.');
+    }
+    const span = { start: first.start, end: this.tokens[this.i - 1].end };
+    const pattern = parsePattern(text);
+    if (!pattern) this.fail('INVALID_PATTERN', `'${text.slice(0, 200)}' is not a pattern: ${PATTERN_HINT}`, span);
+    return { value: pattern, ...span };
+  }
+
+  private principal(): Located<PrincipalRef> {
+    let type: PrincipalRef['type'] = 'user';
+    const kw = upper(this.peek());
+    const after = this.peek(1);
+    // USER / SERVICE_ACCOUNT is a keyword only when a principal follows it (`TO user` names an identity 'user').
+    if ((kw === 'USER' || kw === 'SERVICE_ACCOUNT') && after && after.kind !== 'operator') {
+      this.next();
+      type = kw === 'USER' ? 'user' : 'service_account';
+    }
+    const t = this.peek();
+    let identity: string;
+    if (t?.kind === 'string') {
+      this.next();
+      identity = this.decodeString(t);
+    } else if (t?.kind === 'quoted_identifier') {
+      identity = this.nameToken('a principal').text;
+    } else if (t?.kind === 'word' || t?.kind === 'number') {
+      this.next();
+      identity = t.text.toLowerCase();
+    } else {
+      this.expected("a principal: an identity such as alice, or 'svc-loader' quoted");
+    }
+    const span = { start: t.start, end: t.end };
+    if (!IDENTITY_REGEX.test(identity)) {
+      this.fail('INVALID_PRINCIPAL', `'${identity.slice(0, 130)}' is not an identity: 1-128 letters, digits or . _ @ + -, starting with a letter or digit (quote it as 'svc-loader' when it holds - . @ or +)`, span);
+    }
+    return { value: { identity, type }, ...span };
+  }
+
+  // ── tags ──
+
+  private createTag(): CreateTag {
+    const start = this.expectWord('CREATE').start;
+    if (this.isWord('OR')) {
+      this.fail('STATEMENT_NOT_SUPPORTED', 'Tags are immutable names for snapshots: there is no CREATE OR REPLACE TAG (DROP TAG, then CREATE TAG)', {
+        start: this.peek()!.start,
+        end: this.peek(1)?.end ?? this.peek()!.end,
+      });
+    }
+    this.expectWord('TAG');
+    const name = this.tagName();
+    this.expectWord('ON', 'ON workspace.collection.dataset');
+    const dataset = this.datasetName();
+    let version: Located<TagVersion> | undefined;
+    if (this.isWord('AT')) {
+      const at = this.next()!;
+      this.expectOperator('(', "'(' after AT");
+      this.expectWord('VERSION', 'VERSION => <snapshot_id>');
+      const eq = this.expectOperator('=', "'=>'");
+      const gt = this.peek();
+      if (!gt || gt.kind !== 'operator' || gt.text !== '>' || gt.start !== eq.end) this.expected("'=>'");
+      this.next();
+      const v = this.peek();
+      if (v?.kind === 'number' && /^\d+$/.test(v.text) && Number.isSafeInteger(Number(v.text)) && Number(v.text) > 0) {
+        this.next();
+        version = { value: { kind: 'id', snapshotId: Number(v.text) }, start: at.start, end: v.end };
+      } else if (v?.kind === 'string') {
+        const tag = this.tagName();
+        version = { value: { kind: 'tag', name: tag.value }, start: at.start, end: tag.end };
+      } else {
+        this.expected('a snapshot id (a whole number) or a tag name in quotes');
+      }
+      this.expectOperator(')', "')'");
+      version.end = this.tokens[this.i - 1].end;
+    }
+    return { kind: 'create_tag', name, dataset, version, span: this.spanFrom(start) };
+  }
+
+  private dropTag(): DropTag {
+    const start = this.expectWord('DROP').start;
+    this.expectWord('TAG');
+    let ifExists = false;
+    if (this.acceptWord('IF')) {
+      this.expectWord('EXISTS', 'EXISTS after IF');
+      ifExists = true;
+    }
+    const name = this.tagName();
+    this.expectWord('ON', 'ON workspace.collection.dataset');
+    const dataset = this.datasetName();
+    return { kind: 'drop_tag', ifExists, name, dataset, span: this.spanFrom(start) };
+  }
+
+  // ── ALTER WORKSPACE ──
+
+  private alterWorkspace(): AlterWorkspace {
+    const start = this.expectWord('ALTER').start;
+    this.expectWord('WORKSPACE');
+    const workspace = this.objectName('workspace');
+    if (this.isOperator('.')) this.fail('SYNTAX_ERROR', 'ALTER WORKSPACE takes a bare workspace name, not a dotted one');
+    this.expectWord('SET', 'SET deletion_protection TO ON | OFF');
+    const prop = this.peek();
+    if (!prop || (prop.kind !== 'word' && prop.kind !== 'quoted_identifier')) this.expected('a property name (deletion_protection)');
+    const propName = prop.text.replace(/^"|"$/g, '').toLowerCase();
+    if (propName !== 'deletion_protection') {
+      this.fail('UNKNOWN_PROPERTY', `ALTER WORKSPACE sets only deletion_protection (the workspace lock), not '${propName.slice(0, 80)}'`, { start: prop.start, end: prop.end });
+    }
+    this.next();
+    if (!this.acceptWord('TO') && !this.acceptOperator('=')) this.expected("TO (or '=')");
+    const v = this.peek();
+    const word = upper(v);
+    const value = word === 'ON' || word === 'TRUE' ? true : word === 'OFF' || word === 'FALSE' ? false : undefined;
+    if (value === undefined || !v) this.expected('ON or OFF');
+    this.next();
+    return {
+      kind: 'alter_workspace',
+      workspace,
+      property: { value: 'deletion_protection', start: prop.start, end: prop.end },
+      value: { value, start: v.start, end: v.end },
+      span: this.spanFrom(start),
+    };
+  }
+}
+
+// ── history text ──
+
+const GRAMMAR_WORDS = new Set(['in', 'if', 'not', 'exists', 'or', 'replace', 'secret', 'type', 'create', 'on', 'to', 'from', 'at', 'set']);
+
+/** A name as it can be written back: bare when it is a plain word, else quoted. */
+function writeName(name: string): string {
+  return /^[a-z_][a-z0-9_]*$/.test(name) && !GRAMMAR_WORDS.has(name) ? name : `"${name.replace(/"/g, '""')}"`;
+}
+
+/**
+ * The CREATE SECRET text the job history keeps: rebuilt from the parse, with every literal value
+ * lifted out as `:redacted_<key>` and comments dropped, so nothing the user wrote beyond names,
+ * keys and parameter names is stored or logged. (`KEY 'x'` → `KEY :redacted_key`.)
+ */
+export function redactedSecretText(s: CreateSecret): string {
+  const head = ['CREATE', s.orReplace ? 'OR REPLACE' : '', 'SECRET', s.ifNotExists ? 'IF NOT EXISTS' : '', writeName(s.name.value), 'IN', writeName(s.workspace.value)].filter(Boolean).join(' ');
+  const options = [`TYPE '${s.type.value.replace(/'/g, "''")}'`, ...s.options.map((o) => `${o.key.value} :${o.value.kind === 'parameter' ? o.value.name : `redacted_${o.key.value.toLowerCase()}`}`)];
+  return `${head} (${options.join(', ')})`;
+}

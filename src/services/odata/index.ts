@@ -1,0 +1,27 @@
+import type { Authorizer } from '../../core/authz/index.ts';
+import type { Catalog } from '../../core/catalog/index.ts';
+import type { RowReader } from '../../core/engine/index.ts';
+import type { TokenVerifier } from '../../core/http/index.ts';
+import type { BlobStore } from '../../core/storage/index.ts';
+import type { ClientAuthenticator } from './auth.ts';
+import { odataRoutes } from './routes.ts';
+import { ODataService } from './service.ts';
+
+export { ODataService } from './service.ts';
+
+export interface ODataOptions {
+  catalog: Catalog;
+  authz: Authorizer;
+  blobs: BlobStore;
+  reader: RowReader;
+  verifier: TokenVerifier;
+  clients: ClientAuthenticator;
+  baseUrl: () => string;
+  workspaceActive(name: string): Promise<boolean>;
+}
+
+/** The OData v4 service: datasets as entity sets, for BI tools and OData clients. */
+export function createODataService(options: ODataOptions) {
+  const odata = new ODataService(options);
+  return { odata, routes: odataRoutes({ odata, verifier: options.verifier, clients: options.clients, baseUrl: options.baseUrl }) };
+}

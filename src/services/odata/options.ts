@@ -1,0 +1,80 @@
+import { AppError } from '../../core/errors/index.ts';
+
+export const MAX_TOP = 25_000;
+export const DEFAULT_TOP = 100;
+
+/** The system query options of a rows request, checked; the expression options are still text. */
+export interface RowsOptions {
+  filter?: string;
+  select?: string;
+  orderby?: string;
+  apply?: string;
+  /** Page size (OData's $top; server-driven paging continues through @odata.nextLink). */
+  top: number;
+  skip: number;
+  count: boolean;
+  /**
+   * Where this page starts (our $skiptoken, opaque to clients): the next row number for a plain
+   * read, the count of rows already delivered for an ordered or aggregated one.
+   */
+  skiptoken: number;
+}
+
+const EXPRESSIONS = ['$filter', '$select', '$orderby', '$apply'] as const;
+const NOT_IMPLEMENTED = new Set(['$search', '$expand']);
+const KNOWN = new Set<string>([...EXPRESSIONS, '$top', '$skip', '$count', '$format', '$skiptoken']);
+
+function bad(code: string, detail: string): AppError {
+  return AppError.badRequest(detail, code);
+}
+
+function integer(name: string, text: string, min: number, max: number, code: string): number {
+  if (!/^\d{1,16}$/.test(text.trim()) || Number(text) < min || Number(text) > max) {
+    throw bad(code, `${name} must be a whole number from ${min} to ${max}, not ${JSON.stringify(text)}`);
+  }
+  return Number(text);
+}
+
+/** 406 unless `$format` (when given) asks for what the resource serves: JSON rows and documents, XML metadata. */
+export function checkFormat(query: Record<string, unknown>, served: 'json' | 'xml'): void {
+  const format = query.$format;
+  if (format === undefined) return;
+  const type = typeof format === 'string' ? format.split(';')[0].trim().toLowerCase() : '';
+  if (type !== served && type !== `application/${served}`) {
+    throw new AppError(406, 'UNSUPPORTED_FORMAT', `$format=${String(format)} is not served here: use $format=${served} (the default)`);
+  }
+}
+
+/** A 400 for anything the spec's rows endpoint refuses; 501 for $search and $expand. */
+export function parseRowsOptions(query: Record<string, unknown>): RowsOptions {
+  const text: Record<string, string> = {};
+  for (const [name, value] of Object.entries(query)) {
+    if (!name.startsWith('$')) continue; // custom query options are ignored, as OData allows
+    if (NOT_IMPLEMENTED.has(name)) throw new AppError(501, 'NOT_IMPLEMENTED', `${name} is not implemented`);
+    if (!KNOWN.has(name)) throw bad('UNSUPPORTED_QUERY_OPTION', `Unknown query option ${name} (query options are case-sensitive)`);
+    if (typeof value !== 'string') throw bad('DUPLICATE_QUERY_OPTION', `${name} may be given only once`);
+    text[name] = value;
+  }
+  checkFormat(text, 'json');
+  const count = text.$count;
+  if (count !== undefined && count !== 'true' && count !== 'false') throw bad('INVALID_COUNT', `$count must be true or false, not ${JSON.stringify(count)}`);
+  if (text.$skip !== undefined && /^\s*-/.test(text.$skip)) throw bad('INVALID_SKIP', '$skip must not be negative');
+  const skip = text.$skip === undefined ? 0 : integer('$skip', text.$skip, 0, 999_999_999, 'INVALID_SKIP');
+  if (text.$skip !== undefined && !text.$orderby?.trim()) {
+    throw bad('SKIP_WITHOUT_ORDERBY', '$skip needs $orderby, so the rows it skips are well defined (server-driven paging needs neither: follow @odata.nextLink)');
+  }
+  return {
+    filter: nonEmpty(text.$filter),
+    select: nonEmpty(text.$select),
+    orderby: nonEmpty(text.$orderby),
+    apply: nonEmpty(text.$apply),
+    top: text.$top === undefined ? DEFAULT_TOP : integer('$top', text.$top, 0, MAX_TOP, 'INVALID_TOP'),
+    skip,
+    count: count === 'true',
+    skiptoken: text.$skiptoken === undefined ? 0 : integer('$skiptoken', text.$skiptoken, 0, Number.MAX_SAFE_INTEGER, 'INVALID_SKIPTOKEN'),
+  };
+}
+
+function nonEmpty(value: string | undefined): string | undefined {
+  return value === undefined || value.trim() === '' ? undefined : value;
+}

@@ -1,0 +1,297 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestApp, type TestApp } from '../../../test/harness.ts';
+import { createWorkspace, signIn, type TestUser } from '../../../test/clients.ts';
+import { seedSnapshot } from '../../../test/seed.ts';
+
+const SALES = { workspace: 'acme', collection: 'sales', dataset: 'orders' };
+const COLUMNS = [
+  { name: 'id', type: 'BIGINT', nullable: false },
+  { name: 'region', type: 'VARCHAR', nullable: true },
+  { name: 'amount', type: 'DECIMAL(18,2)', nullable: true },
+  { name: 'ratio', type: 'DOUBLE', nullable: true },
+  { name: 'day', type: 'DATE', nullable: true },
+  { name: 'at', type: 'TIMESTAMP WITH TIME ZONE', nullable: true },
+  { name: 'ip', type: 'IPV4', nullable: true },
+];
+const ROWS_SQL = (n: number, offset = 0) => `
+  SELECT i + ${offset} AS id, ['north','south','east'][i % 3 + 1] AS region, CAST(i * 1.25 AS DECIMAL(18,2)) AS amount,
+         CASE WHEN i = 0 THEN 'nan'::DOUBLE ELSE i / 4 END AS ratio, DATE '2024-01-01' + (i % 60)::INT AS day,
+         TIMESTAMPTZ '2024-01-01 00:00:00+00' + to_hours(i) AS at, '10.0.' || (i % 256) || '.1' AS ip
+  FROM range(${n}) r(i)`;
+
+describe('OData service', () => {
+  let t: TestApp;
+  let alice: TestUser; // owner of acme
+  let rita: TestUser; // reader on acme.sales.* only
+  let bob: TestUser; // another tenant
+  let snapshots: number[];
+
+  const get = (user: TestUser | undefined, url: string, headers: Record<string, string> = {}) =>
+    t.app.inject({ method: 'GET', url, headers: { ...(user ? { authorization: `Bearer ${user.token}` } : {}), ...headers } });
+  const rows = (user: TestUser, path: string) => get(user, `/odata/api/v4/${path}`);
+
+  beforeAll(async () => {
+    t = await createTestApp({}, { workers: false });
+    [alice, rita, bob] = await Promise.all(['alice', 'rita', 'bob'].map((id) => signIn(t.app, t.adminToken, id)));
+    await createWorkspace(alice, 'acme');
+    await createWorkspace(bob, 'bobco');
+    const grant = await alice.request('POST', '/policy/v1/access/workspace/acme/policies', { principal: { identity: 'rita', type: 'user' }, role: 'reader', pattern: 'acme.sales.*' });
+    expect(grant.statusCode).toBeLessThan(300);
+    snapshots = [
+      await seedSnapshot(t, SALES, COLUMNS, ROWS_SQL(250), { message: 'first load' }),
+      await seedSnapshot(t, SALES, COLUMNS, ROWS_SQL(300, 1000), { overwrite: true, message: 'reload' }),
+    ];
+    await seedSnapshot(t, { workspace: 'acme', collection: 'hr', dataset: 'salaries' }, [{ name: 'pay', type: 'BIGINT', nullable: false }], 'SELECT 1 AS pay');
+    await seedSnapshot(t, { workspace: 'bobco', collection: 'secret', dataset: 'plans' }, [{ name: 'x', type: 'BIGINT', nullable: false }], 'SELECT 42 AS x');
+    await t.app.lakeport.catalog.createTag(SALES, 'first', snapshots[0], 'alice');
+  });
+  afterAll(async () => t?.close());
+
+  describe('authentication', () => {
+    it('answers 401 offering Bearer and Basic when there are no credentials', async () => {
+      const res = await get(undefined, '/odata/api/v4/');
+      expect(res.statusCode).toBe(401);
+      expect(res.headers['www-authenticate']).toMatch(/Bearer/);
+      expect(res.headers['www-authenticate']).toMatch(/Basic/);
+      expect(res.json().code).toBeTruthy();
+    });
+
+    it('answers 401 for a bad token or malformed Basic credentials', async () => {
+      expect((await get(undefined, '/odata/api/v4/', { authorization: 'Bearer nope' })).statusCode).toBe(401);
+      expect((await get(undefined, '/odata/api/v4/', { authorization: `Basic ${Buffer.from('no-colon').toString('base64')}` })).statusCode).toBe(401);
+    });
+
+    it('takes HTTP Basic with a client_id and credential secret, and refuses a wrong secret', async () => {
+      const created = await t.app.inject({ method: 'POST', url: '/auth/clients/rita/credentials', headers: { 'x-admin-token': t.adminToken }, payload: {} });
+      const { secret } = created.json();
+      const basic = (s: string) => ({ authorization: `Basic ${Buffer.from(`rita:${s}`).toString('base64')}` });
+      const ok = await get(undefined, '/odata/api/v4/acme/sales/orders?$top=1', basic(secret));
+      expect(ok.statusCode).toBe(200);
+      expect(ok.json().value).toHaveLength(1);
+      const wrong = await get(undefined, '/odata/api/v4/acme/sales/orders', basic(`${secret.slice(0, -1)}${secret.endsWith('x') ? 'y' : 'x'}`));
+      expect(wrong.statusCode).toBe(401);
+      expect(wrong.headers['www-authenticate']).toMatch(/Basic/);
+    });
+
+    it('refuses a token without the odata scope (403)', async () => {
+      const narrow = await signIn(t.app, t.adminToken, 'alice', { scopes: ['jobs'] });
+      expect((await get(narrow, '/odata/api/v4/')).statusCode).toBe(403);
+    });
+
+    it('serves llms.txt without authentication', async () => {
+      const res = await get(undefined, '/odata/.well-known/llms.txt');
+      expect(res.statusCode).toBe(200);
+      expect(res.headers['content-type']).toMatch(/^text\/plain/);
+      expect(res.body).toMatch(/\$filter/);
+    });
+  });
+
+  describe('service document', () => {
+    it('lists exactly the entity sets the caller may read', async () => {
+      const res = await get(alice, '/odata/api/v4/');
+      expect(res.statusCode).toBe(200);
+      expect(res.headers['odata-version']).toBe('4.0');
+      const doc = res.json();
+      expect(doc['@odata.context']).toMatch(/\/odata\/api\/v4\/\$metadata$/);
+      expect(doc.value.map((s: { url: string }) => s.url).sort()).toEqual(['acme/hr/salaries', 'acme/sales/orders']);
+      const ritas = (await get(rita, '/odata/api/v4')).json().value.map((s: { url: string }) => s.url);
+      expect(ritas).toEqual(['acme/sales/orders']);
+      const bobs = (await get(bob, '/odata/api/v4/')).json().value.map((s: { url: string }) => s.url);
+      expect(bobs).toEqual(['bobco/secret/plans']);
+    });
+  });
+
+  describe('authorization', () => {
+    it('answers 403 without a grant, whether or not the dataset exists, and 404 inside a granted scope', async () => {
+      expect((await rows(rita, 'acme/hr/salaries')).statusCode).toBe(403);
+      expect((await rows(alice, 'bobco/secret/plans')).statusCode).toBe(403);
+      expect((await rows(alice, 'bobco/secret/nothing')).statusCode).toBe(403);
+      expect((await rows(alice, 'bobco/secret/plans/$metadata')).statusCode).toBe(403);
+      const missing = await rows(alice, 'acme/sales/nothing');
+      expect(missing.statusCode).toBe(404);
+      expect(missing.json().code).toBe('DATASET_NOT_FOUND');
+      expect((await rows(rita, 'acme/sales/nothing')).statusCode).toBe(404);
+    });
+  });
+
+  describe('rows', () => {
+    it('pages through server-driven paging without gaps or repeats', async () => {
+      const seen: number[] = [];
+      let url: string | undefined = '/odata/api/v4/acme/sales/orders';
+      let pages = 0;
+      while (url) {
+        const res = await get(rita, url);
+        expect(res.statusCode).toBe(200);
+        expect(res.headers['content-type']).toMatch(/^application\/json/);
+        const page = res.json();
+        expect(page['@odata.context']).toMatch(/\$metadata#acme__sales__orders$/);
+        seen.push(...page.value.map((r: { id: number }) => r.id));
+        url = page['@odata.nextLink']?.replace(/^https?:\/\/[^/]+/, '');
+        pages++;
+      }
+      expect(pages).toBe(3);
+      expect(seen).toEqual(Array.from({ length: 300 }, (_, i) => 1000 + i));
+    });
+
+    it('writes values as OData JSON', async () => {
+      const [first, second] = (await rows(rita, 'acme/sales/orders?$top=2')).json().value;
+      expect(first).toEqual({ id: 1000, region: 'north', amount: 0, ratio: 'NaN', day: '2024-01-01', at: '2024-01-01T00:00:00.000000Z', ip: '10.0.0.1', _lakeport_row_id: 0 });
+      expect(second).toMatchObject({ amount: 1.25, ratio: 0.25, at: '2024-01-01T01:00:00.000000Z' });
+    });
+
+    it('counts, and counts alone with $top=0', async () => {
+      const page = (await rows(rita, 'acme/sales/orders?$count=true&$top=5')).json();
+      expect(page['@odata.count']).toBe(300);
+      expect(page.value).toHaveLength(5);
+      const only = (await rows(rita, 'acme/sales/orders?$count=true&$top=0')).json();
+      expect(only).toMatchObject({ '@odata.count': 300, value: [] });
+      expect(only['@odata.nextLink']).toBeUndefined();
+    });
+
+    it('filters, selects, orders and skips', async () => {
+      const res = await rows(rita, `acme/sales/orders?$filter=${encodeURIComponent("region eq 'south' and amount ge 100")}&$select=id,amount&$orderby=${encodeURIComponent('amount desc')}&$skip=1&$top=2&$count=true`);
+      expect(res.statusCode).toBe(200);
+      const page = res.json();
+      expect(page['@odata.context']).toMatch(/#acme__sales__orders\(id,amount\)$/);
+      expect(page['@odata.count']).toBe(73);
+      expect(page.value).toEqual([
+        { id: 1295, amount: 368.75 },
+        { id: 1292, amount: 365 },
+      ]);
+      const next = page['@odata.nextLink'] as string;
+      expect(decodeURIComponent(next)).toContain('$skip=1');
+      const more = (await get(rita, next.replace(/^https?:\/\/[^/]+/, ''))).json();
+      expect(more.value[0]).toEqual({ id: 1289, amount: 361.25 });
+    });
+
+    it('aggregates with $apply', async () => {
+      const apply = encodeURIComponent('groupby((region),aggregate(amount with sum as total,$count as n))');
+      const page = (await rows(rita, `acme/sales/orders?$apply=${apply}&$orderby=region`)).json();
+      expect(page.value.map((r: { region: string; n: number }) => [r.region, r.n])).toEqual([
+        ['east', 100],
+        ['north', 100],
+        ['south', 100],
+      ]);
+    });
+
+    it('streams a full 25 000-row page', async () => {
+      const big = { workspace: 'acme', collection: 'sales', dataset: 'big' };
+      await seedSnapshot(t, big, [{ name: 'n', type: 'BIGINT', nullable: false }], 'SELECT i AS n FROM range(30000) r(i)');
+      const page = (await rows(rita, 'acme/sales/big?$top=25000')).json();
+      expect(page.value).toHaveLength(25_000);
+      expect(page.value[24_999]).toEqual({ n: 24_999, _lakeport_row_id: 24_999 });
+      expect(page['@odata.nextLink']).toContain('%24skiptoken=25000');
+    });
+
+    it('pages across files, with a filter, and stops where the data stops', async () => {
+      const multi = { workspace: 'acme', collection: 'sales', dataset: 'multi' };
+      const columns = [{ name: 'n', type: 'BIGINT', nullable: false }];
+      // Three files of 1 000, 7 and 2 000 rows.
+      await seedSnapshot(t, multi, columns, 'SELECT i AS n FROM range(0, 1000) r(i)');
+      await seedSnapshot(t, multi, columns, 'SELECT i AS n FROM range(1000, 1007) r(i)');
+      await seedSnapshot(t, multi, columns, 'SELECT i AS n FROM range(1007, 3007) r(i)');
+      const readAll = async (query: string) => {
+        const seen: number[] = [];
+        let url: string | undefined = `/odata/api/v4/acme/sales/multi?${query}`;
+        while (url) {
+          const page: any = (await get(rita, url)).json();
+          seen.push(...page.value.map((r: { n: number }) => r.n));
+          url = page['@odata.nextLink']?.replace(/^https?:\/\/[^/]+/, '');
+        }
+        return seen;
+      };
+      expect(await readAll('$top=1000')).toEqual(Array.from({ length: 3007 }, (_, i) => i));
+      expect(await readAll('$top=1007')).toEqual(Array.from({ length: 3007 }, (_, i) => i));
+      expect(await readAll(`$top=333&$filter=${encodeURIComponent('n ge 990 and n lt 1500')}&$select=n`)).toEqual(Array.from({ length: 510 }, (_, i) => 990 + i));
+      // An ordered read pages by position, in blocks, in exact order.
+      expect(await readAll(`$top=2500&$orderby=${encodeURIComponent('n desc')}`)).toEqual(Array.from({ length: 3007 }, (_, i) => 3006 - i));
+      const last = (await rows(rita, 'acme/sales/multi?$top=7&$skiptoken=3000')).json();
+      expect(last.value.map((r: { n: number }) => r.n)).toEqual([3000, 3001, 3002, 3003, 3004, 3005, 3006]);
+      expect(last['@odata.nextLink']).toBeUndefined();
+    });
+
+    it.each([
+      ['$top=25001', 400, 'INVALID_TOP'],
+      ['$top=-1', 400, 'INVALID_TOP'],
+      ['$top=abc', 400, 'INVALID_TOP'],
+      ['$skip=-1&$orderby=id', 400, 'INVALID_SKIP'],
+      ['$skip=5', 400, 'SKIP_WITHOUT_ORDERBY'],
+      ['$count=yes', 400, 'INVALID_COUNT'],
+      ['$filter=id%20eq', 400, 'INVALID_FILTER'],
+      ['$apply=groupby((region),aggregate(sum(amount)%20as%20x))', 400, 'INVALID_APPLY'],
+      ['$search=north', 501, 'NOT_IMPLEMENTED'],
+      ['$expand=x', 501, 'NOT_IMPLEMENTED'],
+      ['$Top=1', 400, 'UNSUPPORTED_QUERY_OPTION'],
+      ['$top=1&$top=2', 400, 'DUPLICATE_QUERY_OPTION'],
+      ['$skiptoken=x', 400, 'INVALID_SKIPTOKEN'],
+      ['$format=xml', 406, 'UNSUPPORTED_FORMAT'],
+    ])('refuses %s with %i %s', async (queryText, status, code) => {
+      const res = await rows(rita, `acme/sales/orders?${queryText}`);
+      expect(res.statusCode).toBe(status);
+      expect(res.json().code).toBe(code);
+    });
+
+    it('ignores custom query options and honours $format=json', async () => {
+      expect((await rows(rita, 'acme/sales/orders?$format=json&foo=bar&$top=1')).statusCode).toBe(200);
+    });
+
+    it('refuses writes', async () => {
+      const res = await t.app.inject({ method: 'POST', url: '/odata/api/v4/acme/sales/orders', headers: { authorization: `Bearer ${rita.token}` }, payload: {} });
+      expect([404, 405]).toContain(res.statusCode);
+    });
+  });
+
+  describe('version selectors', () => {
+    it('reads @current, @previous, @<tag> and @<snapshot_id>', async () => {
+      const ids = async (selector: string) => (await rows(rita, `acme/sales/orders${selector}?$top=1&$count=true`)).json();
+      expect((await ids('')).value[0].id).toBe(1000);
+      expect((await ids('@current'))['@odata.count']).toBe(300);
+      expect((await ids('@previous'))['@odata.count']).toBe(250);
+      expect((await ids('@first'))['@odata.count']).toBe(250);
+      expect((await ids(`@${snapshots[0]}`)).value[0].id).toBe(0);
+    });
+
+    it('answers 404 for an unknown tag, snapshot or previous version, and 400 for a malformed label', async () => {
+      expect((await rows(rita, 'acme/sales/orders@nosuchtag')).statusCode).toBe(404);
+      expect((await rows(rita, 'acme/sales/orders@999999')).statusCode).toBe(404);
+      expect((await rows(alice, 'acme/hr/salaries@previous')).statusCode).toBe(404);
+      const bad = await rows(rita, 'acme/sales/orders@bad%20label!');
+      expect(bad.statusCode).toBe(400);
+      expect(bad.json().code).toBe('INVALID_SELECTOR');
+      expect((await rows(rita, 'acme/sales/orders@')).statusCode).toBe(400);
+    });
+
+    it('pages a tag consistently while @current follows new commits', async () => {
+      const tagged = (await rows(rita, 'acme/sales/orders@first?$top=200')).json();
+      const current = (await rows(rita, 'acme/sales/orders?$top=200')).json();
+      const other = { ...SALES };
+      await seedSnapshot(t, other, COLUMNS, ROWS_SQL(10, 5000), { overwrite: true });
+      const taggedNext = (await get(rita, tagged['@odata.nextLink'].replace(/^https?:\/\/[^/]+/, ''))).json();
+      expect(taggedNext.value.map((r: { id: number }) => r.id)).toEqual(Array.from({ length: 50 }, (_, i) => 200 + i));
+      const currentNext = (await get(rita, current['@odata.nextLink'].replace(/^https?:\/\/[^/]+/, ''))).json();
+      expect(currentNext.value).toEqual([]);
+      await seedSnapshot(t, other, COLUMNS, ROWS_SQL(300, 1000), { overwrite: true });
+    });
+  });
+
+  describe('$metadata', () => {
+    it('serves EDMX for all readable datasets and for one, with OData-Version', async () => {
+      const all = await get(rita, '/odata/api/v4/$metadata');
+      expect(all.statusCode).toBe(200);
+      expect(all.headers['content-type']).toMatch(/^application\/xml/);
+      expect(all.headers['odata-version']).toBe('4.0');
+      expect(all.body).toContain('acme__sales__orders');
+      expect(all.body).not.toContain('salaries');
+      const one = await get(rita, '/odata/api/v4/acme/sales/orders@first/$metadata');
+      expect(one.statusCode).toBe(200);
+      expect(one.body).toContain(String(snapshots[0]));
+    });
+
+    it('answers 400 for a dataset kind without snapshot versions', async () => {
+      await t.app.lakeport.catalog.createDataset({ workspace: 'acme', collection: 'sales', dataset: 'stub' }, { kind: 'external', columns: [] }, 'alice');
+      const res = await rows(alice, 'acme/sales/stub/$metadata');
+      expect(res.statusCode).toBe(400);
+      expect(res.json().code).toBe('DATASET_NOT_VERSIONED');
+    });
+  });
+});

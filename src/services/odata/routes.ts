@@ -1,0 +1,122 @@
+import { Readable } from 'node:stream';
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import { principalOf, type TokenVerifier } from '../../core/http/index.ts';
+import { AppError } from '../../core/errors/index.ts';
+import { requireODataAuth, type ClientAuthenticator } from './auth.ts';
+import { buildMetadataDocument, buildServiceDocument, entitySetName, llmsTxt } from './metadata/index.ts';
+import { checkFormat, parseRowsOptions } from './options.ts';
+import { compileQuery } from './query/index.ts';
+import { rowsDocument } from './rows.ts';
+import { entityOf, parseAddress, type ODataService } from './service.ts';
+
+export interface ODataRouteDeps {
+  odata: ODataService;
+  verifier: TokenVerifier;
+  clients: ClientAuthenticator;
+  /** The public URL of the OData prefix, e.g. https://lakeport.example.com/odata. */
+  baseUrl: () => string;
+}
+
+const JSON_TYPE = 'application/json;odata.metadata=minimal;odata.streaming=true;IEEE754Compatible=false;charset=utf-8';
+const XML_TYPE = 'application/xml;charset=utf-8';
+
+interface DatasetParams {
+  workspace: string;
+  collection: string;
+  dataset: string;
+}
+
+function query(request: FastifyRequest): Record<string, unknown> {
+  return (request.query ?? {}) as Record<string, unknown>;
+}
+
+/** The request URL with `$skiptoken` set, everything else as the client sent it. */
+function nextLinkOf(base: string, request: FastifyRequest) {
+  return (skiptoken: number) => {
+    const url = new URL(request.url, 'http://x');
+    url.searchParams.set('$skiptoken', String(skiptoken));
+    return `${base}${url.pathname.replace(/^\/odata/, '')}${url.search}`;
+  };
+}
+
+export const odataRoutes =
+  (deps: ODataRouteDeps): FastifyPluginAsync =>
+  async (app) => {
+    const { odata } = deps;
+    const root = () => `${deps.baseUrl()}/api/v4`;
+
+    app.get('/.well-known/llms.txt', { schema: { summary: 'Directives for automated agents (no authentication)' } }, async (_request, reply) =>
+      reply.type('text/plain; charset=utf-8').send(llmsTxt(deps.baseUrl())),
+    );
+
+    await app.register(async (api) => {
+      api.addHook('onRequest', requireODataAuth(deps.verifier, deps.clients));
+      api.addHook('onSend', async (_request, reply) => {
+        reply.header('odata-version', '4.0');
+      });
+
+      const serviceDocument = async (request: FastifyRequest, reply: FastifyReply) => {
+        checkFormat(query(request), 'json');
+        const readable = await odata.readableDatasets(principalOf(request));
+        return reply.type(JSON_TYPE).send(buildServiceDocument(`${root()}/$metadata`, readable.map((r) => ({ workspace: r.dataset.workspace, collection: r.dataset.collection, dataset: r.dataset.name }))));
+      };
+      api.get('/api/v4', { schema: { summary: 'Service document: the entity sets the caller may read' } }, serviceDocument);
+      api.get('/api/v4/', { schema: { hide: true } }, serviceDocument);
+
+      api.get('/api/v4/$metadata', { schema: { summary: 'EDMX for every dataset the caller may read' } }, async (request, reply) => {
+        checkFormat(query(request), 'xml');
+        const versions = await odata.currentVersions(principalOf(request));
+        return reply.type(XML_TYPE).send(buildMetadataDocument(versions));
+      });
+
+      api.get<{ Params: DatasetParams }>('/api/v4/:workspace/:collection/:dataset/$metadata', { schema: { summary: 'EDMX for one dataset (at a version: ds@tag)' } }, async (request, reply) => {
+        checkFormat(query(request), 'xml');
+        const { workspace, collection, dataset } = request.params;
+        const version = await odata.version(principalOf(request), parseAddress(workspace, collection, dataset), { tags: true });
+        return reply.type(XML_TYPE).send(buildMetadataDocument([version]));
+      });
+
+      api.get<{ Params: DatasetParams }>('/api/v4/:workspace/:collection/:dataset', { schema: { summary: 'Rows: $filter, $select, $orderby, $top, $skip, $count, $apply; pages through @odata.nextLink' } }, async (request, reply) => {
+        const options = parseRowsOptions(query(request));
+        const { workspace, collection, dataset } = request.params;
+        const version = await odata.version(principalOf(request), parseAddress(workspace, collection, dataset));
+        const entity = entityOf(version.dataset);
+        const now = new Date();
+        const shown = compileQuery(options, entity.properties, now);
+        const rowsQuery = { shown, all: compileQuery({ ...options, select: undefined }, entity.properties, now), rowId: entity.rowId };
+        // The dataset's own $metadata, where its entity set always has the plain name.
+        const shaped = options.select !== undefined || options.apply !== undefined;
+        const contextUrl =
+          `${root()}/${version.ref.workspace}/${version.ref.collection}/${encodeURIComponent(dataset)}/$metadata#${entitySetName(version.ref)}` +
+          (shaped ? `(${shown.columns.map((c) => c.name).join(',')})` : '');
+        const session = await odata.open(version);
+        let body: Readable;
+        try {
+          const document = rowsDocument(session, rowsQuery, options, { contextUrl, nextLink: nextLinkOf(deps.baseUrl(), request) });
+          // The first piece runs the count (if asked) and so surfaces query errors as a proper status.
+          const first = await document.next();
+          body = Readable.from(
+            (async function* () {
+              try {
+                if (!first.done) yield first.value;
+                yield* document;
+              } finally {
+                session.close();
+              }
+            })(),
+          );
+        } catch (error) {
+          session.close();
+          throw error;
+        }
+        // Stops the query when the client goes away mid-page (a no-op after the last row).
+        reply.raw.once('close', () => session.interrupt());
+        return reply.type(JSON_TYPE).send(body);
+      });
+
+      api.all('/api/v4/*', { schema: { hide: true } }, async (request) => {
+        if (request.method !== 'GET' && request.method !== 'HEAD') throw new AppError(405, 'METHOD_NOT_ALLOWED', 'The OData service is read-only: use GET');
+        throw AppError.notFound(`No OData resource at ${request.url.split('?')[0]}`);
+      });
+    });
+  };

@@ -1,0 +1,123 @@
+import { quoteIdent, type ReadSession } from '../../core/engine/index.ts';
+import { jsonRowSql } from './json-rows.ts';
+import type { ODataColumn } from './model.ts';
+import type { RowsOptions } from './options.ts';
+import type { CompiledQuery } from './query/index.ts';
+
+/** Rows per piece of text DuckDB hands over: big enough to cost little per row, small enough to stream. */
+const BLOCK_ROWS = 1024;
+
+export interface RowsQuery {
+  /** The query as asked (its columns are what each row shows). */
+  shown: CompiledQuery;
+  /** The same query over every column, row number included: what a plain read pages through. */
+  all: CompiledQuery;
+  /** The row-number column. */
+  rowId: string;
+}
+
+export interface RowsPage {
+  /** `@odata.context` of the response. */
+  contextUrl: string;
+  /** The URL of the next page, given its $skiptoken. */
+  nextLink(skiptoken: number): string;
+}
+
+interface Block {
+  text: string;
+  rows: number;
+  /** The row number and JSON of the block's last row (plain reads). */
+  last: number | null;
+  lastText: string | null;
+  /** The probe row just past the page: it only says that more rows follow. */
+  probe: boolean;
+}
+
+/**
+ * The rows of an ordered `sql`, at most `room` plus one probe row that only says more follow, as
+ * JSON text in blocks of BLOCK_ROWS rows, in order. DuckDB writes each row's JSON and joins each
+ * block, so rows never become JavaScript values one by one.
+ */
+async function* orderedBlocks(session: ReadSession, sql: string, values: readonly unknown[], columns: readonly ODataColumn[], room: number): AsyncGenerator<Block> {
+  const text =
+    `SELECT string_agg(j, ',' ORDER BY n), count(*), min(n) >= ${room} FROM (` +
+    `SELECT j, row_number() OVER () - 1 AS n FROM (SELECT ${jsonRowSql(columns)} AS j FROM (${sql}) LIMIT ${room + 1}))` +
+    ` GROUP BY CASE WHEN n >= ${room} THEN -1 ELSE n // ${BLOCK_ROWS} END ORDER BY min(n)`;
+  for await (const [joined, rows, probe] of session.rows(text, values as never[])) {
+    yield { text: String(joined), rows: Number(rows), last: null, lastText: null, probe: probe === true };
+  }
+}
+
+/**
+ * As orderedBlocks for a plain read of one file, whose rows carry their row numbers: blocks are cut
+ * by row number (no window over the rows), and the probe row is cut off the end of the last block.
+ */
+async function* fileBlocks(session: ReadSession, sql: string, values: readonly unknown[], columns: readonly ODataColumn[], rowId: string, room: number): AsyncGenerator<Block> {
+  const id = quoteIdent(rowId);
+  const text =
+    `SELECT string_agg(j, ',' ORDER BY id), count(*), max(id), arg_max(j, id) FROM (` +
+    `SELECT ${jsonRowSql(columns)} AS j, ${id} AS id FROM (${sql}) LIMIT ${room + 1}) GROUP BY id // ${BLOCK_ROWS} ORDER BY max(id)`;
+  let held: Block | undefined;
+  let total = 0;
+  for await (const [joined, rows, last, lastText] of session.rows(text, values as never[])) {
+    if (held) yield held;
+    held = { text: String(joined), rows: Number(rows), last: Number(last), lastText: String(lastText), probe: false };
+    total += held.rows;
+  }
+  if (!held) return;
+  if (total <= room) {
+    yield held;
+    return;
+  }
+  if (held.rows > 1) yield { text: held.text.slice(0, held.text.length - held.lastText!.length - 1), rows: held.rows - 1, last: null, lastText: null, probe: false };
+  yield { ...held, rows: 1, probe: true };
+}
+
+/**
+ * One page of rows as an OData JSON document, streamed: the envelope is written around the blocks
+ * of rows as DuckDB produces them.
+ *
+ * Paging: a plain read ($filter/$select only) continues from a row number — its $skiptoken is the
+ * number of the next row to read — reading the files in order and letting each Parquet scan skip
+ * straight to that row, so page 1 000 costs what page 1 does. An ordered or aggregated read needs
+ * a total order, and its $skiptoken is the count of rows already delivered.
+ */
+export async function* rowsDocument(session: ReadSession, query: RowsQuery, options: RowsOptions, page: RowsPage): AsyncGenerator<string> {
+  const { shown, all } = query;
+  let head = `{"@odata.context":${JSON.stringify(page.contextUrl)}`;
+  if (options.count) {
+    head += `,"@odata.count":${String(await session.scalar(shown.countSql(await session.relation()), shown.params.values))}`;
+  }
+  if (options.top === 0) {
+    yield `${head},"value":[]}`;
+    return;
+  }
+  yield `${head},"value":[`;
+  let sent = 0;
+  let next: number | undefined;
+  const emit = (block: Block) => {
+    const piece = (sent > 0 ? ',' : '') + block.text;
+    sent += block.rows;
+    return piece;
+  };
+
+  if (options.orderby === undefined && options.apply === undefined) {
+    let { file, row } = session.locate(options.skiptoken);
+    for (; file < session.dataset.files.length && next === undefined; file++, row = 0) {
+      const relation = await session.fileRelation(file, row);
+      for await (const block of fileBlocks(session, all.sql(relation), all.params.values, shown.columns, query.rowId, options.top - sent)) {
+        // The probe row is the first row of the next page.
+        if (block.probe) next = block.last!;
+        else yield emit(block);
+      }
+    }
+  } else {
+    const offset = options.skip + options.skiptoken;
+    const ordered = `${shown.sql(await session.relation(), { totalOrder: true })} OFFSET ${offset}`;
+    for await (const block of orderedBlocks(session, ordered, shown.params.values, shown.columns, options.top)) {
+      if (block.probe) next = options.skiptoken + sent;
+      else yield emit(block);
+    }
+  }
+  yield next === undefined ? ']}' : `],"@odata.nextLink":${JSON.stringify(page.nextLink(next))}}`;
+}

@@ -1,0 +1,145 @@
+import { LRUCache } from 'lru-cache';
+import { roleAtLeast, type Authorizer, type Principal } from '../../core/authz/index.ts';
+import { normalizeRef, parseSelector, type Catalog, type DataFile, type Dataset, type DatasetRef, type Snapshot, type SnapshotSelector } from '../../core/catalog/index.ts';
+import type { RowReader } from '../../core/engine/row-reader.ts';
+import { AppError } from '../../core/errors/index.ts';
+import type { BlobStore } from '../../core/storage/index.ts';
+import { lakeportType, propertyNames, supportsVersions } from './metadata/index.ts';
+import type { DatasetVersion, ODataColumn } from './model.ts';
+
+export interface ODataServiceDeps {
+  catalog: Catalog;
+  authz: Authorizer;
+  blobs: BlobStore;
+  reader: RowReader;
+  /** Whether a workspace exists and is not soft-deleted. */
+  workspaceActive(name: string): Promise<boolean>;
+}
+
+/** A dataset path segment: `name` or `name@label`. */
+export interface DatasetAddress {
+  ref: DatasetRef;
+  selector: SnapshotSelector;
+}
+
+/** Parses `{ws}/{coll}/{ds}[@label]`; 400 INVALID_SELECTOR for a malformed label, 404 for a name that cannot exist. */
+export function parseAddress(workspace: string, collection: string, datasetSegment: string): DatasetAddress {
+  const at = datasetSegment.indexOf('@');
+  const name = at < 0 ? datasetSegment : datasetSegment.slice(0, at);
+  const selector = at < 0 ? ({ kind: 'current' } as const) : parseSelector(datasetSegment.slice(at + 1));
+  try {
+    return { ref: normalizeRef({ workspace, collection, dataset: name }), selector };
+  } catch {
+    throw AppError.notFound(`Dataset ${workspace}/${collection}/${name} does not exist`, 'DATASET_NOT_FOUND');
+  }
+}
+
+/**
+ * The dataset's entity properties: its columns under their EDM property names (names that are not
+ * SimpleIdentifiers are rewritten, see metadata/names.ts), then the synthetic key, the row's number
+ * in the version. Queries, JSON keys and $metadata all use these names.
+ */
+export function entityOf(dataset: Dataset): { properties: ODataColumn[]; columns: { name: string; type: string; as: string }[]; rowId: string } {
+  const names = propertyNames(dataset.columns);
+  const columns = dataset.columns.map((c, i) => ({ name: c.name, type: lakeportType(c), as: names.columns[i] }));
+  const properties = columns.map((c, i) => ({ name: c.as, type: c.type, nullable: dataset.columns[i].nullable }));
+  properties.push({ name: names.rowId, type: 'BIGINT', nullable: false });
+  return { properties, columns, rowId: names.rowId };
+}
+
+/**
+ * What OData reads: the datasets a caller may read, at a selected version, with what their
+ * metadata describes. Authorization is decided here, through core/authz, for every dataset.
+ */
+export class ODataService {
+  /** A snapshot's file list never changes; paging reads it once per page, so it is kept. */
+  private readonly snapshotFiles = new LRUCache<number, DataFile[]>({ max: 1_000 });
+
+  constructor(private readonly deps: ODataServiceDeps) {}
+
+  /** Every versioned dataset the caller may read, by workspace, collection and name. */
+  async readableDatasets(caller: Principal): Promise<{ dataset: Dataset; role: DatasetVersion['role']; policies: string[] }[]> {
+    const readable: { dataset: Dataset; role: DatasetVersion['role']; policies: string[] }[] = [];
+    for (const workspace of await this.deps.authz.workspacesOf(caller)) {
+      if (!(await this.deps.workspaceActive(workspace))) continue;
+      const datasets = (await this.deps.catalog.listDatasets(workspace)).filter(supportsVersions);
+      const access = await this.deps.authz.accessIn(
+        caller,
+        workspace,
+        datasets.map((d) => ({ workspace, collection: d.collection, dataset: d.name })),
+      );
+      datasets.forEach((dataset, i) => {
+        const { role, patterns } = access[i];
+        if (role !== null && roleAtLeast(role, 'reader')) readable.push({ dataset, role, policies: patterns });
+      });
+    }
+    return readable;
+  }
+
+  /** The current version of every readable dataset (for the service-wide $metadata); 504 when they cannot be enumerated. */
+  async currentVersions(caller: Principal): Promise<DatasetVersion[]> {
+    try {
+      const readable = await this.readableDatasets(caller);
+      return await Promise.all(readable.map(({ dataset, role, policies }) => this.versionOf(dataset, { kind: 'current' }, role, policies, { tags: true })));
+    } catch (error) {
+      if (error instanceof AppError && error.status < 500) throw error;
+      throw new AppError(504, 'CATALOG_UNAVAILABLE', 'The datasets could not be enumerated; try again shortly');
+    }
+  }
+
+  /**
+   * One dataset at the selected version. Permission is checked before existence, so a caller
+   * without a grant learns nothing about what exists (403 either way); 404 when it may read there
+   * but the dataset, tag or snapshot does not exist; 400 for a dataset kind without versions.
+   */
+  async version(caller: Principal, address: DatasetAddress, options: { tags?: boolean } = {}): Promise<DatasetVersion> {
+    const { ref, selector } = address;
+    // Looked up together; the answer still depends on the permission first.
+    const [[access], active, dataset] = await Promise.all([
+      this.deps.authz.accessIn(caller, ref.workspace, [ref]),
+      this.deps.workspaceActive(ref.workspace),
+      this.deps.catalog.findDataset(ref),
+    ]);
+    if (access.role === null || !roleAtLeast(access.role, 'reader')) {
+      throw AppError.forbidden(`'${caller.identity}' may not read ${ref.workspace}/${ref.collection}/${ref.dataset}`, 'PERMISSION_DENIED');
+    }
+    if (!active || !dataset) throw AppError.notFound(`Dataset ${ref.workspace}/${ref.collection}/${ref.dataset} does not exist`, 'DATASET_NOT_FOUND');
+    if (!supportsVersions(dataset)) {
+      throw AppError.badRequest(
+        `${ref.workspace}/${ref.collection}/${ref.dataset} is a ${dataset.kind} dataset without snapshot versions; OData cannot serve it`,
+        'DATASET_NOT_VERSIONED',
+      );
+    }
+    return this.versionOf(dataset, selector, access.role, access.patterns, options);
+  }
+
+  private async versionOf(
+    dataset: Dataset,
+    selector: SnapshotSelector,
+    role: DatasetVersion['role'],
+    policies: string[],
+    options: { tags?: boolean } = {},
+  ): Promise<DatasetVersion> {
+    const ref = { workspace: dataset.workspace, collection: dataset.collection, dataset: dataset.name };
+    // A dataset created but never committed reads as empty at @current; every other selector needs a snapshot.
+    const snapshot = selector.kind === 'current' && dataset.current_snapshot_id === null ? null : await this.deps.catalog.resolveSnapshotOf(dataset, selector);
+    const [files, tags] = snapshot ? await Promise.all([this.filesOf(snapshot), options.tags ? this.deps.catalog.listTags(dataset.dataset_id) : []]) : [[], []];
+    return { ref, dataset, snapshot, files, tags: tags.filter((t) => t.snapshot_id === snapshot?.snapshot_id), role, policies };
+  }
+
+  private async filesOf(snapshot: Snapshot): Promise<DataFile[]> {
+    let files = this.snapshotFiles.get(snapshot.snapshot_id);
+    if (!files) {
+      files = await this.deps.catalog.snapshotFiles(snapshot.snapshot_id);
+      this.snapshotFiles.set(snapshot.snapshot_id, files);
+    }
+    return files;
+  }
+
+  /** A read session over the version's files (the caller closes it). */
+  async open(version: DatasetVersion) {
+    const paths = await Promise.all(version.files.map((f) => this.deps.blobs.localPath(f.path)));
+    const { columns, rowId } = entityOf(version.dataset);
+    return this.deps.reader.open({ files: version.files.map((f, i) => ({ path: paths[i], rows: f.row_count })), columns, rowId });
+  }
+}
