@@ -15,6 +15,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
 import pg from 'pg';
+import { json, median, percentile, setUp, uploadParquet, type Api } from './lib/lake.ts';
 import { startServer } from './lib/server.ts';
 
 const ROWS = Number(process.env.BENCH_ROWS ?? 10_000_000);
@@ -27,18 +28,6 @@ const TARGET = { overheadMs: 15, jobsPerSecond: 200, ratio: 1.3 };
 const AGGREGATE = 'SELECT category, count(*), sum(amount), avg(amount) FROM bench.orders.daily GROUP BY category';
 const RAW_AGGREGATE = (files: string[]) => `SELECT category, count(*), sum(amount), avg(amount) FROM read_parquet([${files.map((f) => `'${f.replace(/'/g, "''")}'`).join(', ')}]) GROUP BY category`;
 
-async function json<T>(response: Response): Promise<T> {
-  const text = await response.text();
-  if (!response.ok) throw new Error(`${response.status} ${text}`);
-  return JSON.parse(text) as T;
-}
-
-const median = (values: number[]) => percentile(values, 0.5);
-function percentile(values: number[], p: number): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  if (p === 0.5 && sorted.length % 2 === 0) return (sorted[sorted.length / 2 - 1] + sorted[sorted.length / 2]) / 2;
-  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(p * sorted.length) - 1))];
-}
 const mb = (bytes: number | undefined) => (bytes === undefined ? 'n/a' : `${(bytes / 1e6).toFixed(0)} MB`);
 const ms = (n: number) => `${n.toFixed(1)} ms`;
 const verdict = (ok: boolean) => (ok ? 'ok' : 'MISSED');
@@ -148,27 +137,6 @@ async function makeParquet(file: string) {
   db.closeSync();
 }
 
-/** A Parquet file's footer: the last 8 + footer_length bytes (footer_length is the little-endian uint32 before `PAR1`). */
-async function footerOf(file: string, size: number): Promise<Buffer> {
-  const handle = await fsp.open(file);
-  try {
-    const tail = Buffer.alloc(8);
-    await handle.read(tail, 0, 8, size - 8);
-    if (tail.subarray(4).toString('latin1') !== 'PAR1') throw new Error(`${file} does not end with PAR1`);
-    const length = 8 + tail.readUInt32LE(0);
-    const footer = Buffer.alloc(length);
-    await handle.read(footer, 0, length, size - length);
-    return footer;
-  } finally {
-    await handle.close();
-  }
-}
-
-interface Api {
-  url: string;
-  auth: Record<string, string>;
-}
-
 interface JobStatus {
   execution_id: string;
   status: string;
@@ -203,49 +171,6 @@ async function roundTrip(api: Api, sql: string, expectFirst?: unknown[]): Promis
   const elapsed = performance.now() - start;
   if (expectFirst && JSON.stringify(page.data[0]) !== JSON.stringify(expectFirst)) throw new Error(`job ${id}: first row ${JSON.stringify(page.data[0])}, expected ${JSON.stringify(expectFirst)}`);
   return elapsed;
-}
-
-async function setUp(url: string, adminToken: string): Promise<Api> {
-  const cred = await json<{ secret: string }>(await fetch(`${url}/auth/clients/bench/credentials`, { method: 'POST', headers: { 'x-admin-token': adminToken, 'content-type': 'application/json' }, body: '{}' }));
-  const { access_token } = await json<{ access_token: string }>(
-    await fetch(`${url}/auth/token`, { method: 'POST', body: new URLSearchParams({ grant_type: 'client_credentials', client_id: 'bench', client_secret: cred.secret }) }),
-  );
-  const auth = { authorization: `Bearer ${access_token}` };
-  const jsonHeaders = { ...auth, 'content-type': 'application/json' };
-  const account = await json<{ account_id: string }>(await fetch(`${url}/billing/v1/accounts`, { method: 'POST', headers: jsonHeaders, body: JSON.stringify({ name: 'Bench' }) }));
-  await json(await fetch(`${url}/control/v1/workspaces/bench`, { method: 'PUT', headers: jsonHeaders, body: JSON.stringify({ billing_account: account.account_id, members: [{ identity: 'bench', role: 'owner' }] }) }));
-  return { url, auth };
-}
-
-/** Negotiate (footer sample), accept, stream the file to /data, commit. Returns the contract id and timings. */
-async function upload(api: Api, file: string, size: number) {
-  const start = performance.now();
-  const form = new FormData();
-  form.append('contract', JSON.stringify({ destination: 'bench.orders.daily', schema: { mode: 'infer' } }));
-  form.append('sample', new Blob([new Uint8Array(await footerOf(file, size))]), path.basename(file));
-  const contract = await json<{ contract_id: string; schema_fingerprint: string; state: string }>(await fetch(`${api.url}/upload/v2/contracts`, { method: 'POST', headers: api.auth, body: form }));
-  if (contract.state === 'proposed') {
-    await json(
-      await fetch(`${api.url}/upload/v2/contracts/${contract.contract_id}/accept`, {
-        method: 'PUT',
-        headers: { ...api.auth, 'content-type': 'application/json' },
-        body: JSON.stringify({ schema_fingerprint: contract.schema_fingerprint }),
-      }),
-    );
-  }
-  await json(
-    await fetch(`${api.url}/upload/v2/contracts/${contract.contract_id}/data`, {
-      method: 'POST',
-      headers: { ...api.auth, 'content-type': 'application/vnd.apache.parquet', 'content-length': String(size), 'x-file-name': path.basename(file) },
-      body: fs.createReadStream(file) as unknown as BodyInit,
-      duplex: 'half',
-    } as RequestInit),
-  );
-  const commit = await json<{ rows_written: number }>(
-    await fetch(`${api.url}/upload/v2/contracts/${contract.contract_id}/commit`, { method: 'POST', headers: { ...api.auth, 'idempotency-key': 'bench-jobs-1' } }),
-  );
-  if (commit.rows_written !== ROWS) throw new Error(`committed ${commit.rows_written} rows, expected ${ROWS}`);
-  return { contractId: contract.contract_id, seconds: (performance.now() - start) / 1000 };
 }
 
 /** `clients` loops, each submitting a job and long-polling it to success, for `seconds`. */
@@ -306,7 +231,8 @@ export async function run(): Promise<void> {
     const peakAtStart = await server.peakRssBytes();
     const api = await setUp(server.url, server.adminToken);
     process.stderr.write(`uploading ${(size / 1e6).toFixed(0)} MB of Parquet through the upload API...\n`);
-    const loaded = await upload(api, file, size);
+    const loaded = await uploadParquet(api, file, 'bench.orders.daily');
+    if (loaded.rows !== ROWS) throw new Error(`committed ${loaded.rows} rows, expected ${ROWS}`);
     const staging = path.join(dataDir, 'lake', '_staging', loaded.contractId);
     const files = (await fsp.readdir(staging)).filter((f) => f.endsWith('.parquet')).map((f) => path.join(staging, f));
     if (files.length === 0) throw new Error(`no committed Parquet files under ${staging}`);

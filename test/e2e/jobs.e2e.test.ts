@@ -6,14 +6,13 @@
  * and once failing. With DATABASE_URL set the server runs on a fresh PostgreSQL database, else on PGlite.
  */
 import fs from 'node:fs/promises';
-import os from 'node:os';
 import path from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { parse } from 'csv-parse/sync';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { describeRun, lakeport, linesOf } from './cli.ts';
 import { httpApi } from './http.ts';
-import { startServer, type RunningServer } from './server.ts';
+import { serverForSuite } from './server.ts';
 
 const DATASET = 'sales.orders.daily';
 const ROWS = 12_000;
@@ -65,38 +64,24 @@ async function writeCsv(file: string): Promise<void> {
 // ---------------------------------------------------------------------------------------------------
 
 describe('query jobs end to end', { timeout: 120_000 }, () => {
-  let server: RunningServer;
-  let work: string;
+  const suite = serverForSuite('jobs');
   let aliceSecret: string;
   let aliceToken: string;
   let executionId: string;
 
-  beforeAll(async () => {
-    work = await fs.mkdtemp(path.join(os.tmpdir(), 'lakeport-jobs-e2e-'));
-    // Empty values count as unset: stay on the default file store whatever the shell exports.
-    server = await startServer({ startTimeoutMs: 90_000, env: { LAKEPORT_STORAGE_URL: '' } });
-  }, 180_000);
 
-  afterAll(async () => {
-    try {
-      await server?.stop();
-    } finally {
-      if (work) await fs.rm(work, { recursive: true, force: true });
-    }
-  }, 60_000);
-
-  const { call, expectStatus } = httpApi(() => server);
+  const { call, expectStatus } = httpApi(() => suite.server);
 
   /** A download as raw bytes, with its content type and file name. */
   async function download(format: 'csv' | 'json' | 'parquet', query = `&limit=${ROWS * 10}`) {
-    const response = await fetch(`${server.url}/jobs/api/v1/jobs/${executionId}/download?file_format=${format}${query}`, { headers: { authorization: `Bearer ${aliceToken}` } });
+    const response = await fetch(`${suite.server.url}/jobs/api/v1/jobs/${executionId}/download?file_format=${format}${query}`, { headers: { authorization: `Bearer ${aliceToken}` } });
     const bytes = Buffer.from(await response.arrayBuffer());
     expect(response.status, bytes.toString('utf8').slice(0, 500)).toBe(200);
     return { bytes, contentType: response.headers.get('content-type') ?? '', disposition: response.headers.get('content-disposition') ?? '' };
   }
 
   function cliEnv(): NodeJS.ProcessEnv {
-    const env: NodeJS.ProcessEnv = { ...process.env, LAKEPORT_URL: server.url, LAKEPORT_CLIENT_ID: 'alice', LAKEPORT_CLIENT_SECRET: aliceSecret };
+    const env: NodeJS.ProcessEnv = { ...process.env, LAKEPORT_URL: suite.server.url, LAKEPORT_CLIENT_ID: 'alice', LAKEPORT_CLIENT_SECRET: aliceSecret };
     delete env.LAKEPORT_TOKEN;
     return env;
   }
@@ -104,7 +89,7 @@ describe('query jobs end to end', { timeout: 120_000 }, () => {
   it('sets up alice: credential, token, account and workspace sales', async () => {
     const credential = expectStatus(await call('POST', '/auth/clients/alice/credentials', { admin: true, json: {} }), 200);
     aliceSecret = credential.secret;
-    const response = await fetch(`${server.url}/auth/token`, {
+    const response = await fetch(`${suite.server.url}/auth/token`, {
       method: 'POST',
       headers: { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' },
       body: new URLSearchParams({ grant_type: 'client_credentials', client_id: 'alice', client_secret: aliceSecret }),
@@ -123,7 +108,7 @@ describe('query jobs end to end', { timeout: 120_000 }, () => {
   });
 
   it(`uploads ${ROWS} rows with lakeport upload`, async () => {
-    const file = path.join(work, 'orders.csv');
+    const file = path.join(suite.work, 'orders.csv');
     await writeCsv(file);
     const run = await lakeport(['upload', file, '--to', DATASET, '--accept'], cliEnv());
     expect(run.code, describeRun(run)).toBe(0);
@@ -137,7 +122,7 @@ describe('query jobs end to end', { timeout: 120_000 }, () => {
     );
     expect(submitted).toMatchObject({ execution_id: expect.stringMatching(/^job_/), status: 'queued' });
     executionId = submitted.execution_id;
-    expect(submitted.status_url).toBe(`${server.publicUrl}/jobs/api/v1/jobs/${executionId}/status`);
+    expect(submitted.status_url).toBe(`${suite.server.publicUrl}/jobs/api/v1/jobs/${executionId}/status`);
 
     let status: any;
     for (let attempt = 0; attempt < 4; attempt++) {
@@ -147,7 +132,7 @@ describe('query jobs end to end', { timeout: 120_000 }, () => {
     expect(status, JSON.stringify(status)).toMatchObject({ execution_id: executionId, status: 'succeeded', in_progress: false, row_count: ROWS, error: null });
     expect(status.client_info).toEqual({ application: 'e2e' });
     expect(status.timings.total_ms).toEqual(expect.any(Number));
-    expect(status.results_url).toBe(`${server.publicUrl}/jobs/api/v1/jobs/${executionId}/results`);
+    expect(status.results_url).toBe(`${suite.server.publicUrl}/jobs/api/v1/jobs/${executionId}/results`);
 
     const pages: any[] = [];
     let next: string | null = `${status.results_url}?num_rows=${PAGE}&verbose=true`;
@@ -213,7 +198,7 @@ describe('query jobs end to end', { timeout: 120_000 }, () => {
     expect(disposition).toBe(`attachment; filename="${executionId}.parquet"`);
     expect(bytes.subarray(0, 4).toString('latin1')).toBe('PAR1');
     expect(bytes.subarray(-4).toString('latin1')).toBe('PAR1');
-    const file = path.join(work, 'result.parquet');
+    const file = path.join(suite.work, 'result.parquet');
     await fs.writeFile(file, bytes);
 
     const instance = await DuckDBInstance.create(':memory:');

@@ -5,15 +5,14 @@
  * (@sap-ux/edmx-parser). With DATABASE_URL set the server runs on PostgreSQL, else on PGlite.
  */
 import fs from 'node:fs/promises';
-import os from 'node:os';
 import path from 'node:path';
 import { OData } from '@odata/client';
 import { convert } from '@sap-ux/annotation-converter';
 import { parse } from '@sap-ux/edmx-parser';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { describeRun, lakeport } from './cli.ts';
 import { httpApi } from './http.ts';
-import { startServer, type RunningServer } from './server.ts';
+import { serverForSuite } from './server.ts';
 
 const ROWS = 2_500;
 const PAGE = 1_000;
@@ -21,40 +20,27 @@ const PAGE = 1_000;
 const orderOf = (id: number) => ({ id, region: ['north', 'south', 'east'][id % 3], amount: (id % 400) / 4, placed_on: `2024-0${(id % 9) + 1}-15` });
 
 describe('OData end to end', { timeout: 120_000 }, () => {
-  let server: RunningServer;
-  let work: string;
+  const suite = serverForSuite('odata');
   let secret: string;
 
-  beforeAll(async () => {
-    work = await fs.mkdtemp(path.join(os.tmpdir(), 'lakeport-odata-e2e-'));
-    server = await startServer({ startTimeoutMs: 90_000, env: { LAKEPORT_STORAGE_URL: '' } });
-  }, 180_000);
 
-  afterAll(async () => {
-    try {
-      await server?.stop();
-    } finally {
-      if (work) await fs.rm(work, { recursive: true, force: true });
-    }
-  }, 60_000);
-
-  const { call, expectStatus } = httpApi(() => server);
+  const { call, expectStatus } = httpApi(() => suite.server);
   const client = () =>
     OData.New4({
-      serviceEndpoint: `${server.url}/odata/api/v4/`,
+      serviceEndpoint: `${suite.server.url}/odata/api/v4/`,
       commonHeaders: { authorization: `Basic ${Buffer.from(`alice:${secret}`).toString('base64')}` },
     });
 
   it('sets up alice and uploads a dataset with lakeport upload', async () => {
     secret = expectStatus(await call('POST', '/auth/clients/alice/credentials', { admin: true, json: {} }), 200).secret;
-    const token = (await (await fetch(`${server.url}/auth/token`, { method: 'POST', body: new URLSearchParams({ grant_type: 'client_credentials', client_id: 'alice', client_secret: secret }) })).json()).access_token;
+    const token = (await (await fetch(`${suite.server.url}/auth/token`, { method: 'POST', body: new URLSearchParams({ grant_type: 'client_credentials', client_id: 'alice', client_secret: secret }) })).json()).access_token;
     const account = expectStatus(await call('POST', '/billing/v1/accounts', { token, json: { name: 'Acme' } }), 201);
     expectStatus(await call('PUT', '/control/v1/workspaces/sales', { token, json: { billing_account: account.account_id, members: [{ identity: 'alice', role: 'owner' }] } }), 200);
 
-    const file = path.join(work, 'orders.csv');
+    const file = path.join(suite.work, 'orders.csv');
     const lines = ['id,region,amount,placed_on', ...Array.from({ length: ROWS }, (_, i) => Object.values(orderOf(i + 1)).join(','))];
     await fs.writeFile(file, `${lines.join('\n')}\n`);
-    const env: NodeJS.ProcessEnv = { ...process.env, LAKEPORT_URL: server.url, LAKEPORT_CLIENT_ID: 'alice', LAKEPORT_CLIENT_SECRET: secret };
+    const env: NodeJS.ProcessEnv = { ...process.env, LAKEPORT_URL: suite.server.url, LAKEPORT_CLIENT_ID: 'alice', LAKEPORT_CLIENT_SECRET: secret };
     delete env.LAKEPORT_TOKEN;
     const run = await lakeport(['upload', file, '--to', 'sales.orders.daily', '--accept'], env);
     expect(run.code, describeRun(run)).toBe(0);
@@ -85,7 +71,7 @@ describe('OData end to end', { timeout: 120_000 }, () => {
 
   it('serves $metadata that a real EDMX parser accepts', async () => {
     for (const url of ['/odata/api/v4/$metadata', '/odata/api/v4/sales/orders/daily/$metadata']) {
-      const response = await fetch(`${server.url}${url}`, { headers: { authorization: `Basic ${Buffer.from(`alice:${secret}`).toString('base64')}` } });
+      const response = await fetch(`${suite.server.url}${url}`, { headers: { authorization: `Basic ${Buffer.from(`alice:${secret}`).toString('base64')}` } });
       expect(response.status).toBe(200);
       expect(response.headers.get('odata-version')).toBe('4.0');
       const model = convert(parse(await response.text()));

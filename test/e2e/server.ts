@@ -14,6 +14,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
+import { afterAll, beforeAll } from 'vitest';
 
 export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
@@ -226,4 +227,29 @@ export async function startServer(options: StartServerOptions = {}): Promise<Run
     await stop().catch(() => undefined);
     throw error;
   }
+}
+
+/** A server and a scratch directory for the tests of one suite: started before them, stopped and removed after. */
+export interface SuiteServer {
+  server: RunningServer;
+  /** A temporary directory for the suite's files. */
+  work: string;
+}
+
+/** Registers beforeAll/afterAll hooks that start a server (on the file store unless `env` says otherwise) and make a scratch directory. */
+export function serverForSuite(name: string, options: StartServerOptions = {}): SuiteServer {
+  const suite = {} as SuiteServer;
+  beforeAll(async () => {
+    suite.work = await fs.mkdtemp(path.join(os.tmpdir(), `lakeport-${name}-e2e-`));
+    // Empty values count as unset: stay on the default file store whatever the shell exports.
+    suite.server = await startServer({ startTimeoutMs: 90_000, ...options, env: { LAKEPORT_STORAGE_URL: '', ...options.env } });
+  }, 180_000);
+  afterAll(async () => {
+    try {
+      await suite.server?.stop();
+    } finally {
+      if (suite.work) await fs.rm(suite.work, { recursive: true, force: true });
+    }
+  }, 60_000);
+  return suite;
 }
