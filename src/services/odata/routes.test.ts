@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createTestApp, type TestApp } from '../../../test/harness.ts';
 import { createWorkspace, signIn, type TestUser } from '../../../test/clients.ts';
 import { seedSnapshot } from '../../../test/seed.ts';
@@ -285,6 +285,20 @@ describe('OData service', () => {
       const one = await get(rita, '/odata/api/v4/acme/sales/orders@first/$metadata');
       expect(one.statusCode).toBe(200);
       expect(one.body).toContain(String(snapshots[0]));
+    });
+
+    it('answers 504 when the datasets cannot be enumerated', async () => {
+      vi.spyOn(t.app.lakeport.catalog, 'listDatasets').mockRejectedValueOnce(new Error('connection reset'));
+      const res = await get(rita, '/odata/api/v4/$metadata');
+      expect(res.statusCode).toBe(504);
+      expect(res.json()).toMatchObject({ code: 'CATALOG_UNAVAILABLE' });
+      expect(res.body).not.toContain('connection reset');
+      expect((await get(rita, '/odata/api/v4/$metadata')).statusCode).toBe(200);
+    });
+
+    it('marks every answer private to the caller', async () => {
+      expect((await get(rita, '/odata/api/v4/$metadata')).headers['cache-control']).toBe('private');
+      expect((await rows(rita, 'acme/sales/orders?$top=1')).headers['cache-control']).toBe('private');
     });
 
     it('answers 400 for a dataset kind without snapshot versions', async () => {

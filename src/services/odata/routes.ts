@@ -53,6 +53,8 @@ export const odataRoutes =
       api.addHook('onRequest', requireODataAuth(deps.verifier, deps.clients));
       api.addHook('onSend', async (_request, reply) => {
         reply.header('odata-version', '4.0');
+        // Every answer depends on who asks (their grants, role and policies).
+        reply.header('cache-control', 'private');
       });
 
       const serviceDocument = async (request: FastifyRequest, reply: FastifyReply) => {
