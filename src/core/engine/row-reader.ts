@@ -106,6 +106,8 @@ export class RowReader {
       // Timestamps with zone are read and written in UTC (ICU is linked in; nothing is downloaded).
       await setup.run('LOAD icu');
       await setup.run(`SET GLOBAL TimeZone = 'UTC'`);
+      // Data files never change once written: their footers are read once.
+      await setup.run('SET GLOBAL parquet_metadata_cache = true');
     } finally {
       setup.closeSync();
     }
