@@ -1,6 +1,5 @@
-import crypto from 'node:crypto';
 import { sql, type Selectable } from 'kysely';
-import { Sealer } from '../../../core/crypto/index.ts';
+import { DataKeys, type Sealer } from '../../../core/crypto/index.ts';
 import type { Db, SecretsTable, SecretType } from '../../../core/db/index.ts';
 
 export type SecretRow = Selectable<SecretsTable>;
@@ -19,40 +18,22 @@ const METADATA = ['workspace', 'name', 'type', 'billing_account', 'created_by', 
 
 /**
  * Encrypted secrets. Values are sealed (AES-256-GCM, `Sealer`) with the data key of the workspace's
- * billing account; each data key is 32 random bytes kept only sealed with the master key. The
- * associated data binds a ciphertext to its workspace, name and type, and a data key to its account,
- * so neither can be moved to another row. Values exist in clear only in memory, while sealing and
+ * billing account (core/crypto's DataKeys). The associated data binds a ciphertext to its
+ * workspace, name and type, and a data key to its account, so neither can be moved to another row. Values exist in clear only in memory, while sealing and
  * (for reads through READ_*) while opening.
  */
 export class SecretStore {
+  private readonly dataKeys: DataKeys;
+
   constructor(
     private readonly db: Db,
-    private readonly master: Sealer,
-  ) {}
-
-  private static keyContext(billingAccount: string) {
-    return `lakeport/secret-data-key/v1/${billingAccount}`;
+    master: Sealer,
+  ) {
+    this.dataKeys = new DataKeys(db, master);
   }
 
   private static valueContext(workspace: string, name: string, type: SecretType) {
     return `lakeport/secret/v1/${workspace}/${name}/${type}`;
-  }
-
-  /** The billing account's data key, created on first use (concurrent first uses agree on one). */
-  private async dataKey(billingAccount: string): Promise<Sealer> {
-    const context = SecretStore.keyContext(billingAccount);
-    let row = await this.db.kysely.selectFrom('secret_data_keys').select('wrapped_key').where('billing_account', '=', billingAccount).executeTakeFirst();
-    if (!row) {
-      const fresh = crypto.randomBytes(32);
-      await this.db.kysely
-        .insertInto('secret_data_keys')
-        .values({ billing_account: billingAccount, wrapped_key: this.master.seal(fresh, context) })
-        .onConflict((oc) => oc.column('billing_account').doNothing())
-        .execute();
-      fresh.fill(0);
-      row = await this.db.kysely.selectFrom('secret_data_keys').select('wrapped_key').where('billing_account', '=', billingAccount).executeTakeFirstOrThrow();
-    }
-    return new Sealer(this.master.open(row.wrapped_key, context));
   }
 
   async find(workspace: string, name: string): Promise<SecretMetadata | undefined> {
@@ -70,7 +51,7 @@ export class SecretStore {
     mode: 'create' | 'if_not_exists' | 'replace',
     input: { workspace: string; name: string; type: SecretType; billingAccount: string; values: Record<string, string>; by: string },
   ): Promise<StoreOutcome> {
-    const sealer = await this.dataKey(input.billingAccount);
+    const sealer = await this.dataKeys.forAccount(input.billingAccount);
     const ciphertext = sealer.seal(JSON.stringify(input.values), SecretStore.valueContext(input.workspace, input.name, input.type));
     const row = { workspace: input.workspace, name: input.name, type: input.type, billing_account: input.billingAccount, ciphertext, created_by: input.by };
     if (mode === 'replace') {
@@ -126,7 +107,7 @@ export class SecretStore {
       .returning(['type', 'billing_account', 'ciphertext'])
       .executeTakeFirst();
     if (!row) return undefined;
-    const sealer = await this.dataKey(row.billing_account);
+    const sealer = await this.dataKeys.forAccount(row.billing_account);
     const plain = sealer.open(row.ciphertext, SecretStore.valueContext(workspace, name, row.type));
     return { type: row.type, values: JSON.parse(plain.toString('utf8')) as Record<string, string> };
   }
