@@ -241,6 +241,27 @@ describe('OData service', () => {
     });
   });
 
+  describe('entity set names', () => {
+    it('address a dataset as clients that build URLs from $metadata do', async () => {
+      const byPath = (await rows(rita, 'acme/sales/orders?$top=3&$select=id')).json();
+      const byName = (await rows(rita, 'acme__sales__orders?$top=3&$select=id')).json();
+      expect(byName.value).toEqual(byPath.value);
+      expect(byName['@odata.context']).toBe(byPath['@odata.context']);
+      expect(byName['@odata.nextLink']).toContain('/odata/api/v4/acme__sales__orders?');
+      expect((await rows(rita, 'acme__sales__orders@first?$count=true&$top=0')).json()['@odata.count']).toBe(250);
+      const metadata = await rows(rita, 'acme__sales__orders/$metadata');
+      expect(metadata.statusCode).toBe(200);
+      expect(metadata.body).toContain('acme__sales__orders');
+    });
+
+    it('answers 404 for an unknown name and 403 for a dataset the caller may not read', async () => {
+      expect((await rows(rita, 'nothing_here')).statusCode).toBe(404);
+      expect((await rows(rita, 'acme__sales__nothing')).statusCode).toBe(404);
+      expect((await rows(rita, 'acme__hr__salaries')).statusCode).toBe(403);
+      expect((await rows(alice, 'bobco__secret__plans')).statusCode).toBe(403);
+    });
+  });
+
   describe('version selectors', () => {
     it('reads @current, @previous, @<tag> and @<snapshot_id>', async () => {
       const ids = async (selector: string) => (await rows(rita, `acme/sales/orders${selector}?$top=1&$count=true`)).json();

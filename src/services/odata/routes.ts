@@ -1,13 +1,14 @@
 import { Readable } from 'node:stream';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { principalOf, type TokenVerifier } from '../../core/http/index.ts';
+import { formatSelector } from '../../core/catalog/index.ts';
 import { AppError } from '../../core/errors/index.ts';
 import { requireODataAuth, type ClientAuthenticator } from './auth.ts';
 import { buildMetadataDocument, buildServiceDocument, entitySetName, llmsTxt } from './metadata/index.ts';
 import { checkFormat, parseRowsOptions } from './options.ts';
 import { compileQuery } from './query/index.ts';
 import { rowsDocument } from './rows.ts';
-import { entityOf, parseAddress, type ODataService } from './service.ts';
+import { entityOf, parseAddress, type DatasetAddress, type ODataService } from './service.ts';
 
 export interface ODataRouteDeps {
   odata: ODataService;
@@ -19,6 +20,11 @@ export interface ODataRouteDeps {
 
 const JSON_TYPE = 'application/json;odata.metadata=minimal;odata.streaming=true;IEEE754Compatible=false;charset=utf-8';
 const XML_TYPE = 'application/xml;charset=utf-8';
+
+/** `@label` as the client wrote the address, or nothing for the default. */
+function formatLabel(address: DatasetAddress): string {
+  return address.label === undefined ? '' : formatSelector(address.selector);
+}
 
 interface DatasetParams {
   workspace: string;
@@ -71,25 +77,24 @@ export const odataRoutes =
         return reply.type(XML_TYPE).send(buildMetadataDocument(versions));
       });
 
-      api.get<{ Params: DatasetParams }>('/api/v4/:workspace/:collection/:dataset/$metadata', { schema: { summary: 'EDMX for one dataset (at a version: ds@tag)' } }, async (request, reply) => {
+      const datasetMetadata = async (request: FastifyRequest, reply: FastifyReply, address: DatasetAddress) => {
         checkFormat(query(request), 'xml');
-        const { workspace, collection, dataset } = request.params;
-        const version = await odata.version(principalOf(request), parseAddress(workspace, collection, dataset), { tags: true });
+        const version = await odata.version(principalOf(request), address, { tags: true });
         return reply.type(XML_TYPE).send(buildMetadataDocument([version]));
-      });
+      };
 
-      api.get<{ Params: DatasetParams }>('/api/v4/:workspace/:collection/:dataset', { schema: { summary: 'Rows: $filter, $select, $orderby, $top, $skip, $count, $apply; pages through @odata.nextLink' } }, async (request, reply) => {
+      const datasetRows = async (request: FastifyRequest, reply: FastifyReply, address: DatasetAddress) => {
         const options = parseRowsOptions(query(request));
-        const { workspace, collection, dataset } = request.params;
-        const version = await odata.version(principalOf(request), parseAddress(workspace, collection, dataset));
+        const version = await odata.version(principalOf(request), address);
         const entity = entityOf(version.dataset);
         const now = new Date();
         const shown = compileQuery(options, entity.properties, now);
         const rowsQuery = { shown, all: compileQuery({ ...options, select: undefined }, entity.properties, now), rowId: entity.rowId };
         // The dataset's own $metadata, where its entity set always has the plain name.
+        const { workspace, collection, dataset } = version.ref;
         const shaped = options.select !== undefined || options.apply !== undefined;
         const contextUrl =
-          `${root()}/${version.ref.workspace}/${version.ref.collection}/${encodeURIComponent(dataset)}/$metadata#${entitySetName(version.ref)}` +
+          `${root()}/${workspace}/${collection}/${encodeURIComponent(dataset + formatLabel(address))}/$metadata#${entitySetName(version.ref)}` +
           (shaped ? `(${shown.columns.map((c) => c.name).join(',')})` : '');
         const session = await odata.open(version);
         let body: Readable;
@@ -114,7 +119,24 @@ export const odataRoutes =
         // Stops the query when the client goes away mid-page (a no-op after the last row).
         reply.raw.once('close', () => session.interrupt());
         return reply.type(JSON_TYPE).send(body);
-      });
+      };
+
+      const byPath = (request: FastifyRequest<{ Params: DatasetParams }>) => parseAddress(request.params.workspace, request.params.collection, request.params.dataset);
+      const bySetName = (request: FastifyRequest<{ Params: { entitySet: string } }>) => odata.addressOfEntitySet(principalOf(request), request.params.entitySet);
+
+      api.get<{ Params: DatasetParams }>('/api/v4/:workspace/:collection/:dataset/$metadata', { schema: { summary: 'EDMX for one dataset (at a version: ds@tag)' } }, async (request, reply) =>
+        datasetMetadata(request, reply, byPath(request)),
+      );
+      api.get<{ Params: DatasetParams }>('/api/v4/:workspace/:collection/:dataset', { schema: { summary: 'Rows: $filter, $select, $orderby, $top, $skip, $count, $apply; pages through @odata.nextLink' } }, async (request, reply) =>
+        datasetRows(request, reply, byPath(request)),
+      );
+      // The same, addressed by entity set name (ws__coll__ds[@label]), as clients that build URLs from $metadata do.
+      api.get<{ Params: { entitySet: string } }>('/api/v4/:entitySet/$metadata', { schema: { summary: 'EDMX for one dataset, by entity set name' } }, async (request, reply) =>
+        datasetMetadata(request, reply, await bySetName(request)),
+      );
+      api.get<{ Params: { entitySet: string } }>('/api/v4/:entitySet', { schema: { summary: 'Rows of one dataset, by entity set name' } }, async (request, reply) =>
+        datasetRows(request, reply, await bySetName(request)),
+      );
 
       api.all('/api/v4/*', { schema: { hide: true } }, async (request) => {
         if (request.method !== 'GET' && request.method !== 'HEAD') throw new AppError(405, 'METHOD_NOT_ALLOWED', 'The OData service is read-only: use GET');

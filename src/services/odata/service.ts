@@ -1,10 +1,10 @@
 import { LRUCache } from 'lru-cache';
 import { roleAtLeast, type Authorizer, type Principal } from '../../core/authz/index.ts';
-import { normalizeRef, parseSelector, type Catalog, type DataFile, type Dataset, type DatasetRef, type Snapshot, type SnapshotSelector } from '../../core/catalog/index.ts';
+import { NAME_REGEX, normalizeRef, parseSelector, type Catalog, type DataFile, type Dataset, type DatasetRef, type Snapshot, type SnapshotSelector } from '../../core/catalog/index.ts';
 import type { RowReader } from '../../core/engine/row-reader.ts';
 import { AppError } from '../../core/errors/index.ts';
 import type { BlobStore } from '../../core/storage/index.ts';
-import { lakeportType, propertyNames, supportsVersions } from './metadata/index.ts';
+import { entitySetName, findEntitySet, lakeportType, propertyNames, supportsVersions } from './metadata/index.ts';
 import type { DatasetVersion, ODataColumn } from './model.ts';
 
 export interface ODataServiceDeps {
@@ -20,15 +20,18 @@ export interface ODataServiceDeps {
 export interface DatasetAddress {
   ref: DatasetRef;
   selector: SnapshotSelector;
+  /** The `@label` as written, when there was one. */
+  label?: string;
 }
 
 /** Parses `{ws}/{coll}/{ds}[@label]`; 400 INVALID_SELECTOR for a malformed label, 404 for a name that cannot exist. */
 export function parseAddress(workspace: string, collection: string, datasetSegment: string): DatasetAddress {
   const at = datasetSegment.indexOf('@');
   const name = at < 0 ? datasetSegment : datasetSegment.slice(0, at);
-  const selector = at < 0 ? ({ kind: 'current' } as const) : parseSelector(datasetSegment.slice(at + 1));
+  const label = at < 0 ? undefined : datasetSegment.slice(at + 1);
+  const selector = label === undefined ? ({ kind: 'current' } as const) : parseSelector(label);
   try {
-    return { ref: normalizeRef({ workspace, collection, dataset: name }), selector };
+    return { ref: normalizeRef({ workspace, collection, dataset: name }), selector, label };
   } catch {
     throw AppError.notFound(`Dataset ${workspace}/${collection}/${name} does not exist`, 'DATASET_NOT_FOUND');
   }
@@ -74,6 +77,26 @@ export class ODataService {
       });
     }
     return readable;
+  }
+
+  /**
+   * The dataset an entity set name (`ws__coll__ds[@label]`) stands for: directly when the name
+   * splits into three names that give it back, else among the datasets the caller may read (as the
+   * service-wide $metadata names them); 404 when none.
+   */
+  async addressOfEntitySet(caller: Principal, segment: string): Promise<DatasetAddress> {
+    const at = segment.indexOf('@');
+    const name = at < 0 ? segment : segment.slice(0, at);
+    const rest = at < 0 ? '' : segment.slice(at);
+    const parts = name.split('__');
+    if (parts.length === 3 && parts.every((p) => NAME_REGEX.test(p))) {
+      const address = parseAddress(parts[0], parts[1], parts[2] + rest);
+      if (entitySetName(address.ref) === name) return address;
+    }
+    const readable = (await this.readableDatasets(caller)).map(({ dataset: d }) => ({ workspace: d.workspace, collection: d.collection, dataset: d.name }));
+    const ref = findEntitySet(name, readable);
+    if (!ref) throw AppError.notFound(`No entity set named ${JSON.stringify(name)} among the datasets you may read`, 'DATASET_NOT_FOUND');
+    return parseAddress(ref.workspace, ref.collection, ref.dataset + rest);
   }
 
   /** The current version of every readable dataset (for the service-wide $metadata); 504 when they cannot be enumerated. */
