@@ -14,7 +14,7 @@ import type { BlobStore } from './core/storage/index.ts';
 import { catalogNamespaces, createAccountsService, type AccountService, type WorkspaceService } from './services/accounts/index.ts';
 import { AUTH_PREFIX, createAuthService, type AuthService } from './services/auth/index.ts';
 import { createPolicyService, type PolicyService } from './services/policy/index.ts';
-import { createJobsService, type JobsService, type WorkerPool } from './services/jobs/index.ts';
+import { createJobsService, type ExternalReadOptions, type JobsService, type WorkerPool } from './services/jobs/index.ts';
 import { createUploadService, type UploadService } from './services/upload/index.ts';
 import { createODataService } from './services/odata/index.ts';
 
@@ -32,7 +32,14 @@ export interface AppDeps {
   /** Local scratch space for uploads in flight and downloads. */
   scratchDir: string;
   analyzer: SqlAnalyzer;
-  jobs: { timeoutMs: number; workers: number; memoryLimit: string; threads: number };
+  jobs: {
+    timeoutMs: number;
+    workers: number;
+    memoryLimit: string;
+    threads: number;
+    /** READ_* of private storage: adapter endpoints (S3: LAKEPORT_EXTERNAL_S3_ENDPOINT) and the per-job byte cap. */
+    external?: ExternalReadOptions;
+  };
 }
 
 export interface AppOptions {
@@ -153,6 +160,7 @@ export async function buildApp(deps: AppDeps, options: AppOptions = {}): Promise
     timeoutMs: deps.jobs.timeoutMs,
     sandbox: { memoryLimit: deps.jobs.memoryLimit, threads: deps.jobs.threads, tempDirectory: path.join(deps.scratchDir, 'spill') },
     worker: { concurrency: Math.max(1, deps.jobs.workers) },
+    external: deps.jobs.external,
     statements: {
       policy: policy.policies,
       sealer: deps.sealer,

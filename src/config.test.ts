@@ -23,6 +23,17 @@ describe('loadConfig', () => {
     expect(c).toMatchObject({ host: '0.0.0.0', port: 9000, publicUrl: 'https://lake.example.com', databaseUrl: 'postgres://u@h/db' });
   });
 
+  it('reads the settings of reads from private storage', () => {
+    expect(loadConfig({})).toMatchObject({ externalS3Endpoint: undefined, externalReadMaxBytes: 1024 ** 3 });
+    expect(loadConfig({ LAKEPORT_EXTERNAL_S3_ENDPOINT: 'http://127.0.0.1:9000', LAKEPORT_EXTERNAL_READ_MAX_BYTES: '1048576' })).toMatchObject({
+      externalS3Endpoint: 'http://127.0.0.1:9000',
+      externalReadMaxBytes: 1048576,
+    });
+    expect(() => loadConfig({ LAKEPORT_EXTERNAL_S3_ENDPOINT: 'ftp://x' })).toThrow(ConfigError);
+    expect(() => loadConfig({ LAKEPORT_EXTERNAL_READ_MAX_BYTES: '0' })).toThrow(ConfigError);
+    expect(loadConfig({ LAKEPORT_EXTERNAL_READ_MAX_BYTES: '' }).externalReadMaxBytes).toBe(1024 ** 3);
+  });
+
   it('treats empty values as unset', () => {
     expect(loadConfig({ DATABASE_URL: '', LAKEPORT_PUBLIC_URL: ' ' }).databaseUrl).toBeUndefined();
   });

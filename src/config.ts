@@ -41,6 +41,8 @@ const EnvSchema = z.object({
   LAKEPORT_JOB_WORKERS: z.coerce.number().int().min(0).max(64).default(4),
   LAKEPORT_JOB_MEMORY_LIMIT: z.string().regex(/^\d+(\.\d+)?\s*(KB|MB|GB|TB|KiB|MiB|GiB|TiB)$/i, 'a size such as 512MB or 2GB').default('1GB'),
   LAKEPORT_JOB_THREADS: z.coerce.number().int().min(1).max(64).default(2),
+  LAKEPORT_EXTERNAL_S3_ENDPOINT: optionalString.pipe(z.url({ protocol: /^https?$/ }).optional()),
+  LAKEPORT_EXTERNAL_READ_MAX_BYTES: optionalString.pipe(z.coerce.number<string | undefined>().int().min(1).optional()),
   LAKEPORT_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
 
@@ -71,6 +73,12 @@ export interface Config {
   readonly jobWorkers: number;
   readonly jobMemoryLimit: string;
   readonly jobThreads: number;
+  /**
+   * READ_* of private storage: an S3-compatible endpoint for s3:// URLs (`LAKEPORT_EXTERNAL_S3_ENDPOINT`,
+   * path-style; unset → Amazon S3), and the bytes one job may copy (`LAKEPORT_EXTERNAL_READ_MAX_BYTES`, default 1 GiB).
+   */
+  readonly externalS3Endpoint: string | undefined;
+  readonly externalReadMaxBytes: number;
 }
 
 export class ConfigError extends Error {}
@@ -105,5 +113,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     jobWorkers: e.LAKEPORT_JOB_WORKERS,
     jobMemoryLimit: e.LAKEPORT_JOB_MEMORY_LIMIT,
     jobThreads: e.LAKEPORT_JOB_THREADS,
+    externalS3Endpoint: e.LAKEPORT_EXTERNAL_S3_ENDPOINT,
+    externalReadMaxBytes: e.LAKEPORT_EXTERNAL_READ_MAX_BYTES ?? 1024 ** 3,
   });
 }

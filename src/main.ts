@@ -48,7 +48,13 @@ export async function openRuntime(config: Config): Promise<Runtime> {
       reader: await RowReader.create({ tempDirectory: path.join(config.dataDir, 'tmp', 'duckdb-read') }),
       scratchDir: path.join(config.dataDir, 'tmp', 'scratch'),
       analyzer: await SqlAnalyzer.create(),
-      jobs: { timeoutMs: config.jobTimeoutSeconds * 1000, workers: config.jobWorkers, memoryLimit: config.jobMemoryLimit, threads: config.jobThreads },
+      jobs: {
+        timeoutMs: config.jobTimeoutSeconds * 1000,
+        workers: config.jobWorkers,
+        memoryLimit: config.jobMemoryLimit,
+        threads: config.jobThreads,
+        external: { stores: { s3: { endpoint: config.externalS3Endpoint } }, maxBytes: config.externalReadMaxBytes },
+      },
     },
   };
 }

@@ -36,7 +36,7 @@ import { Sandbox, SandboxEngine, type SandboxEngineOptions, type SandboxRelease,
 
 export interface SandboxPoolOptions {
   /** The engines' DuckDB limits and spill directory (fixed per pool; pooled engines declare no result paths). */
-  engine: Omit<SandboxEngineOptions, 'resultPaths'>;
+  engine: Omit<SandboxEngineOptions, 'resultPaths' | 'readPaths'>;
   /** Idle engines kept at most, over all keys (0: no pooling, every engine is closed after its job). */
   maxIdle: number;
   /** An idle engine is closed after this long unused. */

@@ -20,7 +20,8 @@
  *      temp_directory (`<work>/spill` when `tempDirectory` is given, else '' = no spilling),
  *      errors_as_json (for exact error positions), no extension auto-install/auto-load, no
  *      external file cache.
- *   2. `SET allowed_paths = [<view files>, <declared result paths>, <work>/result.parquet]`
+ *   2. `SET allowed_paths = [<view files>, <declared read paths>, <declared result paths>,
+ *      <work>/result.parquet]` (read paths: a job's private copies of external objects)
  *   3. `SET enable_external_access = false`
  *   4. `SET lock_configuration = true`
  *   5. Only then: `ATTACH ':memory:' AS "ws"`, `CREATE SCHEMA "ws"."coll"`,
@@ -126,6 +127,12 @@ export interface SandboxOptions {
    * moved there (a rename, or a copy across file systems).
    */
   resultPaths?: string[];
+  /**
+   * Files DuckDB may read besides the views' own (added to allowed_paths before the lock): a job's
+   * private copies of objects it reads from external storage (services/jobs/external). An engine
+   * with these belongs to that one job and is never pooled.
+   */
+  readPaths?: string[];
 }
 
 export interface QueryResult {
@@ -281,7 +288,8 @@ export class SandboxEngine {
     const workDirectory = await fs.promises.mkdtemp(path.join(path.resolve(options.tempDirectory ?? os.tmpdir()), 'lakeport-sandbox-'));
     const spillDirectory = options.tempDirectory ? path.join(workDirectory, 'spill') : undefined;
     if (spillDirectory) await fs.promises.mkdir(spillDirectory);
-    const allowed = [...new Set([...resolved.flatMap((v) => v.files), ...resultPaths, path.join(workDirectory, 'result.parquet')])];
+    const readPaths = (options.readPaths ?? []).map((p) => path.resolve(p));
+    const allowed = [...new Set([...resolved.flatMap((v) => v.files), ...readPaths, ...resultPaths, path.join(workDirectory, 'result.parquet')])];
 
     const config: Record<string, string> = {
       threads: String(options.threads ?? 2),

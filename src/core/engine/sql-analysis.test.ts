@@ -173,7 +173,7 @@ describe('placeholders', () => {
     const sql = 'SELECT :n::INT + 1, x[1:2] FROM range(:n) t(x)';
     const a = await select(sql);
     expect(a.rewritten.names).toEqual(['n']);
-    expect(a.tableFunctions).toEqual([{ name: 'range', namedArgs: [], position: sql.indexOf('range') }]);
+    expect(a.tableFunctions).toEqual([{ name: 'range', namedArgs: [], position: sql.indexOf('range'), args: [{ value: { kind: 'parameter', name: 'n' } }] }]);
   });
 
   it("refuses DuckDB's own parameter syntax", async () => {
@@ -315,6 +315,32 @@ describe('table functions and files', () => {
     ]);
     expect(a.tableFunctions[0].position).toBe(14);
     expect(a.scalarFunctions).toEqual(['struct_pack']); // the {…} literal
+  });
+
+  it('describes literal arguments with where they are written', async () => {
+    const sql =
+      "FROM read_csv(['s3://b/a.csv', 's3://b/b.csv'], header = true, delim := ';', skip => -2, columns = {'a': 'INT', 'b': 'VARCHAR'}, quote => NULL, credentials => 'ws.s', x => 1 + 1, y => :p, z = 't'::BOOLEAN)";
+    const a = await select(sql);
+    expect(a.tableFunctions[0].args).toEqual([
+      {
+        value: { kind: 'list', items: [{ kind: 'string', value: 's3://b/a.csv' }, { kind: 'string', value: 's3://b/b.csv' }] },
+        position: sql.indexOf("'s3://b/a"),
+        itemPositions: [sql.indexOf("'s3://b/a"), sql.indexOf("'s3://b/b")],
+      },
+      { name: 'header', value: { kind: 'boolean', value: true }, position: sql.indexOf('true') },
+      { name: 'delim', value: { kind: 'string', value: ';' }, position: sql.indexOf("';'") },
+      { name: 'skip', value: { kind: 'number', value: -2 }, position: expect.any(Number) },
+      {
+        name: 'columns',
+        value: { kind: 'struct', fields: [{ name: 'a', value: { kind: 'string', value: 'INT' } }, { name: 'b', value: { kind: 'string', value: 'VARCHAR' } }] },
+        position: expect.any(Number),
+      },
+      { name: 'quote', value: { kind: 'null' }, position: sql.indexOf('NULL') },
+      { name: 'credentials', value: { kind: 'string', value: 'ws.s' }, position: sql.indexOf("'ws.s'") },
+      { name: 'x', value: { kind: 'expression' }, position: expect.any(Number) },
+      { name: 'y', value: { kind: 'parameter', name: 'p' } },
+      { name: 'z', value: { kind: 'boolean', value: true }, position: sql.indexOf("'t'") },
+    ]);
   });
 
   it('finds table functions in subqueries and function arguments', async () => {

@@ -32,6 +32,33 @@ export interface FunctionRef {
   position?: number;
   /** Named arguments, lowercased, e.g. `credentials` for `read_parquet(…, credentials => 'x')`. */
   namedArgs: string[];
+  /** Every argument in order, positional and named, with its value when it is a literal. */
+  args: FunctionArg[];
+}
+
+/**
+ * The value of a table function's argument as far as it is a literal: strings, whole numbers,
+ * booleans (also `header = true`, which DuckDB parses as a cast of 't'), NULL, lists and structs of
+ * those; a placeholder; or any other expression (not described further).
+ */
+export type ArgValue =
+  | { kind: 'string'; value: string }
+  | { kind: 'number'; value: number }
+  | { kind: 'boolean'; value: boolean }
+  | { kind: 'null' }
+  | { kind: 'list'; items: ArgValue[] }
+  | { kind: 'struct'; fields: { name: string; value: ArgValue }[] }
+  | { kind: 'parameter'; name: string }
+  | { kind: 'expression' };
+
+export interface FunctionArg {
+  /** The argument's name, lowercased (`name => v`, `name := v`, `name = v`); undefined when positional. */
+  name?: string;
+  value: ArgValue;
+  /** Where the value is written (UTF-16 offset into the user's text), when DuckDB says. */
+  position?: number;
+  /** For a list value: where each item is written. */
+  itemPositions?: (number | undefined)[];
 }
 
 export type LakeportStatement = 'create_secret' | 'grant' | 'revoke' | 'alter_workspace';
@@ -504,20 +531,55 @@ class TreeWalker {
     return parts.length < 3 && FILE_EXTENSIONS.has(parts[parts.length - 1].toLowerCase());
   }
 
+  /** Where a value starts: its node's location, or its operand's for a cast (whose own is its `::`, or none). */
+  private firstLocation(node: Json, depth: number): number | undefined {
+    if (node.class === 'CAST' && isObject(node.child) && depth <= MAX_ARG_DEPTH) {
+      const inner = this.firstLocation(node.child, depth + 1);
+      if (inner !== undefined) return inner;
+    }
+    const own = this.at(node.query_location);
+    if (own !== undefined || depth > MAX_ARG_DEPTH) return own;
+    for (const key of ['child', 'children']) {
+      const value = node[key];
+      for (const c of Array.isArray(value) ? value : [value]) {
+        if (!isObject(c)) continue;
+        const found = this.firstLocation(c, depth + 1);
+        if (found !== undefined) return found;
+      }
+    }
+    return undefined;
+  }
+
   private tableFunction(node: Json, scope: ReadonlySet<string>, depth: number): void {
     const fn = isObject(node.function) ? node.function : {};
     const name = (nonEmpty(fn.function_name) ?? '').toLowerCase();
     const namedArgs: string[] = [];
+    const args: FunctionArg[] = [];
     const children = Array.isArray(fn.children) ? (fn.children as unknown[]) : [];
     for (const child of children) {
-      if (!isObject(child)) continue;
-      const alias = nonEmpty(child.alias);
-      if (alias) namedArgs.push(alias.toLowerCase());
-      else if (child.type === 'COMPARE_EQUAL' && isObject(child.left) && child.left.class === 'COLUMN_REF' && Array.isArray(child.left.column_names) && child.left.column_names.length === 1) {
-        namedArgs.push(String(child.left.column_names[0]).toLowerCase());
+      if (!isObject(child)) {
+        args.push({ value: { kind: 'expression' } });
+        continue;
       }
+      let argName: string | undefined;
+      let valueNode: Json = child;
+      const alias = nonEmpty(child.alias);
+      if (alias) argName = alias.toLowerCase();
+      else if (child.type === 'COMPARE_EQUAL' && isObject(child.left) && child.left.class === 'COLUMN_REF' && Array.isArray(child.left.column_names) && child.left.column_names.length === 1) {
+        argName = String(child.left.column_names[0]).toLowerCase();
+        valueNode = isObject(child.right) ? child.right : {};
+      }
+      if (argName !== undefined) namedArgs.push(argName);
+      const arg: FunctionArg = { value: argValue(valueNode, 0) };
+      if (argName !== undefined) arg.name = argName;
+      const at = this.firstLocation(valueNode, 0);
+      if (at !== undefined) arg.position = at;
+      if (arg.value.kind === 'list' && Array.isArray(valueNode.children)) {
+        arg.itemPositions = (valueNode.children as unknown[]).map((c) => (isObject(c) ? this.firstLocation(c, 0) : undefined));
+      }
+      args.push(arg);
     }
-    const ref: FunctionRef = { name, namedArgs };
+    const ref: FunctionRef = { name, namedArgs, args };
     const position = this.at(node.query_location ?? fn.query_location);
     if (position !== undefined) ref.position = position;
     this.tableFunctions.push(ref);
@@ -530,6 +592,62 @@ class TreeWalker {
       if (typeof child === 'object' && child !== null) this.walk(child, scope, depth + 1);
     }
   }
+}
+
+const INTEGER_TYPES = new Set(['TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'HUGEINT', 'UHUGEINT']);
+const MAX_ARG_DEPTH = 32;
+
+/** A table function argument's value, as far as it is a literal (see ArgValue). */
+function argValue(node: Json, depth: number): ArgValue {
+  const expression: ArgValue = { kind: 'expression' };
+  if (depth > MAX_ARG_DEPTH) return expression;
+  const children = Array.isArray(node.children) ? (node.children as unknown[]) : [];
+  switch (node.class) {
+    case 'CONSTANT': {
+      const v = node.value;
+      if (!isObject(v)) return expression;
+      if (v.is_null === true) return { kind: 'null' };
+      const type = String(v.type?.id ?? '');
+      if (type === 'VARCHAR' && typeof v.value === 'string') return { kind: 'string', value: v.value };
+      if (type === 'BOOLEAN' && typeof v.value === 'boolean') return { kind: 'boolean', value: v.value };
+      if (INTEGER_TYPES.has(type) && typeof v.value === 'number' && Number.isSafeInteger(v.value)) return { kind: 'number', value: v.value };
+      return expression;
+    }
+    case 'CAST': {
+      // `header = true` arrives as CAST('t' AS BOOLEAN).
+      const inner = isObject(node.child) ? argValue(node.child, depth + 1) : expression;
+      if (String(node.cast_type?.id ?? '') === 'BOOLEAN' && node.try_cast !== true) {
+        if (inner.kind === 'boolean') return inner;
+        if (inner.kind === 'string' && /^(t|true)$/i.test(inner.value)) return { kind: 'boolean', value: true };
+        if (inner.kind === 'string' && /^(f|false)$/i.test(inner.value)) return { kind: 'boolean', value: false };
+      }
+      return expression;
+    }
+    case 'FUNCTION': {
+      const fn = String(node.function_name ?? '').toLowerCase();
+      if (node.is_operator === true) {
+        if (fn === '-' && children.length === 1 && isObject(children[0])) {
+          const inner = argValue(children[0], depth + 1);
+          if (inner.kind === 'number') return { kind: 'number', value: -inner.value };
+        }
+        return expression;
+      }
+      if (nonEmpty(node.catalog) || (nonEmpty(node.schema) && node.schema !== 'main')) return expression;
+      if (fn === 'list_value') return { kind: 'list', items: children.map((c) => (isObject(c) ? argValue(c, depth + 1) : expression)) };
+      if (fn === 'struct_pack') {
+        const fields: { name: string; value: ArgValue }[] = [];
+        for (const c of children) {
+          if (!isObject(c) || !nonEmpty(c.alias)) return expression;
+          fields.push({ name: c.alias as string, value: argValue(c, depth + 1) });
+        }
+        return { kind: 'struct', fields };
+      }
+      return expression;
+    }
+    case 'PARAMETER':
+      return typeof node.identifier === 'string' ? { kind: 'parameter', name: node.identifier } : expression;
+  }
+  return expression;
 }
 
 /** `AT (VERSION => 'tag' | 42)` or `AT (TIMESTAMP => '…')`, literals only. */

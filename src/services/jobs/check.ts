@@ -9,7 +9,8 @@ import type { LakeportStatements } from './statements/index.ts';
 
 /**
  * The edit-time statement check: parses and resolves the statement as a job would, then asks DuckDB
- * for the result's shape over empty views. Reads no data and changes nothing.
+ * for the result's shape over empty views. Reads no data and changes nothing (for READ_* of private
+ * storage: everything up to the fetch is checked, and `columns` is null).
  */
 export class QueryChecker {
   constructor(
@@ -27,6 +28,10 @@ export class QueryChecker {
     const prepared = await this.planner.prepare(caller, sqlText, { ...saved, ...parameters }, { withFiles: false });
     const relations = await this.relationsInScope(caller, sqlText);
     if (!prepared.ok) return { ok: false, error: this.underline(sqlText, prepared.error), relations };
+    // A statement that reads private storage is checked up to the fetch (its calls, secrets,
+    // permissions and SCOPEs): the check reads no data, so the result's shape is known only when
+    // the job runs.
+    if (prepared.query.external.length > 0) return { ok: true, columns: null, relations };
     const sandbox = await Sandbox.open(prepared.query.views, { threads: 1, memoryLimit: '256MB' });
     try {
       const columns = await sandbox.describe(prepared.query.sql, prepared.query.params);

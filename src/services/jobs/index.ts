@@ -1,21 +1,26 @@
-import type { Authorizer } from '../../core/authz/index.ts';
+import path from 'node:path';
+import type { Authorizer, Principal } from '../../core/authz/index.ts';
 import type { Catalog } from '../../core/catalog/index.ts';
 import type { Db } from '../../core/db/index.ts';
-import type { Ingestor, SandboxOptions, SqlAnalyzer } from '../../core/engine/index.ts';
+import { tokenizeSql, type Ingestor, type SandboxOptions, type SqlAnalyzer } from '../../core/engine/index.ts';
 import type { TokenVerifier } from '../../core/http/index.ts';
 import type { BlobStore } from '../../core/storage/index.ts';
+import { AppError } from '../../core/errors/index.ts';
 import { QueryChecker } from './check.ts';
+import { ExternalFetcher, ExternalReadPlanner, type ExternalReadOptions } from './external/index.ts';
 import { QueryPlanner } from './planner.ts';
 import { JobRepo } from './repo.ts';
 import { jobRoutes } from './routes.ts';
 import { SandboxJobRunner } from './runner.ts';
 import { JobsService } from './service.ts';
-import { LakeportStatements, type StatementOptions } from './statements/index.ts';
+import { LakeportStatements, SecretStore, type StatementOptions } from './statements/index.ts';
+import { placeOf } from './statements/errors.ts';
 import { DEFAULT_WORKER_OPTIONS, WorkerPool, type WorkerOptions } from './worker.ts';
 
 export { JobsService } from './service.ts';
 export { WorkerPool, DEFAULT_WORKER_OPTIONS, type WorkerOptions } from './worker.ts';
 export { LakeportStatements, SecretStore, type StatementOptions, type WorkspaceDirectory, type HostResolver } from './statements/index.ts';
+export type { ExternalReadOptions } from './external/index.ts';
 
 export interface JobsOptions {
   db: Db;
@@ -32,15 +37,41 @@ export interface JobsOptions {
   worker?: Partial<WorkerOptions>;
   /** What CREATE SECRET, GRANT, REVOKE, CREATE/DROP TAG and ALTER WORKSPACE need. */
   statements: StatementOptions;
+  /** READ_* of private storage: adapter endpoints and limits (defaults: AWS and Google, 1 GiB per job). */
+  external?: ExternalReadOptions;
 }
 
 /** The query job service: its HTTP routes and the worker pool that runs jobs (started by the caller). */
 export function createJobsService(options: JobsOptions) {
   const repo = new JobRepo(options.db);
-  const planner = new QueryPlanner(options.analyzer, options.catalog, options.authz, options.blobs);
-  const pool = new WorkerPool(repo, new SandboxJobRunner(planner, options.blobs, options.sandbox), { ...DEFAULT_WORKER_OPTIONS, ...options.worker });
+  const secrets = new SecretStore(options.db, options.statements.sealer);
+  const planner = new QueryPlanner(options.analyzer, options.catalog, options.authz, options.blobs, new ExternalReadPlanner(secrets, options.authz));
+  const external = { fetcher: new ExternalFetcher(secrets, options.external), directory: path.join(options.scratchDir, 'external') };
+  const pool = new WorkerPool(repo, new SandboxJobRunner(planner, options.blobs, options.sandbox, {}, external), { ...DEFAULT_WORKER_OPTIONS, ...options.worker });
   const statements = new LakeportStatements({ ...options.statements, db: options.db, authz: options.authz, catalog: options.catalog, repo, blobs: options.blobs, timeoutMs: options.timeoutMs });
-  const jobs = new JobsService({ repo, pool, ingestor: options.ingestor, blobs: options.blobs, scratchDir: options.scratchDir, baseUrl: options.baseUrl, timeoutMs: options.timeoutMs, statements });
+  const refuseExternalReads = async (caller: Principal, sqlText: string) => {
+    const refusal = await planner.refuseExternalReads(caller, sqlText);
+    if (!refusal) return undefined;
+    const span = refusal.position === undefined ? undefined : { start: refusal.position, end: literalEnd(sqlText, refusal.position) };
+    return new AppError(refusal.status, refusal.code, refusal.message, { extra: span ? placeOf(sqlText, span) : {} });
+  };
+  const jobs = new JobsService({
+    repo,
+    pool,
+    ingestor: options.ingestor,
+    blobs: options.blobs,
+    scratchDir: options.scratchDir,
+    baseUrl: options.baseUrl,
+    timeoutMs: options.timeoutMs,
+    statements,
+    refuseExternalReads,
+  });
   const checker = new QueryChecker(planner, repo, options.catalog, options.authz, statements);
   return { jobs, pool, statements, routes: jobRoutes({ jobs, checker, verifier: options.verifier }) };
+}
+
+/** The end of the token at `position` (a string literal, a name…), for the span an error underlines. */
+function literalEnd(sqlText: string, position: number): number {
+  const token = tokenizeSql(sqlText).find((t) => t.start === position);
+  return token ? token.end : position + 1;
 }

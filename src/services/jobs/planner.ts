@@ -1,17 +1,23 @@
 import type { Authorizer, Principal } from '../../core/authz/index.ts';
 import type { Catalog, Dataset, Snapshot } from '../../core/catalog/index.ts';
 import type { JobError, PermissionPair } from '../../core/db/index.ts';
-import { FILE_OR_ENVIRONMENT_FUNCTIONS, lineColumn, tokenizeSql, type SqlAnalyzer, type TableRef } from '../../core/engine/index.ts';
+import { FILE_OR_ENVIRONMENT_FUNCTIONS, lineColumn, tokenizeSql, type FunctionRef, type SqlAnalyzer, type SqlToken, type TableRef } from '../../core/engine/index.ts';
 import type { SandboxView } from '../../core/engine/index.ts';
 import { AppError } from '../../core/errors/index.ts';
 import type { BlobStore } from '../../core/storage/index.ts';
+import { EXTERNAL_READERS, ExternalReadRefusal, renderRead, type ExternalRead, type ExternalReadPlanner } from './external/index.ts';
 import type { ParamValue } from './service.ts';
 
 /** A statement ready for the sandbox: the SQL to run, its bound values, and the views it reads. */
 export interface PreparedQuery {
+  /** The SQL to run; when the statement reads private storage, see `external` and `render`. */
   sql: string;
   params: Record<string, ParamValue>;
   views: SandboxView[];
+  /** The READ_* calls with credentials, in text order (empty for most statements). */
+  external: ExternalRead[];
+  /** The SQL with each READ_* call replaced by a read of its local copies (`files[i]` for `external[i]`). */
+  render(files: string[][]): string;
   /** Maps an offset in `sql` back to the user's text, when it can. */
   toOriginal(offset: number): number | undefined;
 }
@@ -28,10 +34,14 @@ export function jobError(sqlText: string, code: string, message: string, positio
   return { code, message, position, ...lineColumn(sqlText, position) };
 }
 
-/** Replaces a time-travel reference `a.b.c AT (VERSION => …)` with `replacement`, by token positions. */
-function replaceReference(sql: string, ref: TableRef, replacement: string): { sql: string; start: number; end: number } | undefined {
-  const tokens = tokenizeSql(sql);
-  const first = tokens.findIndex((t) => t.start === ref.position);
+/** The tokens from the one starting at `position`, or -1. */
+function tokenAt(tokens: SqlToken[], position: number | undefined): number {
+  return position === undefined ? -1 : tokens.findIndex((t) => t.start === position);
+}
+
+/** The span of a time-travel reference `a.b.c AT (VERSION => …)`, by token positions. */
+function referenceSpan(tokens: SqlToken[], ref: TableRef): { start: number; end: number } | undefined {
+  const first = tokenAt(tokens, ref.position);
   if (first < 0) return undefined;
   let i = first;
   while (i < tokens.length && !(tokens[i].kind === 'word' && tokens[i].text.toUpperCase() === 'AT')) i++;
@@ -39,13 +49,29 @@ function replaceReference(sql: string, ref: TableRef, replacement: string): { sq
   let depth = 0;
   for (let j = i + 1; j < tokens.length; j++) {
     if (tokens[j].text === '(') depth++;
-    if (tokens[j].text === ')' && --depth === 0) {
-      const start = tokens[first].start;
-      const end = tokens[j].end;
-      return { sql: sql.slice(0, start) + replacement + sql.slice(end), start, end };
-    }
+    if (tokens[j].text === ')' && --depth === 0) return { start: tokens[first].start, end: tokens[j].end };
   }
   return undefined;
+}
+
+/** The span of a table function call `[schema.]name( … )`, by token positions. */
+function callSpan(tokens: SqlToken[], position: number | undefined): { start: number; end: number } | undefined {
+  const first = tokenAt(tokens, position);
+  if (first < 0) return undefined;
+  let i = first;
+  while (i < tokens.length && (tokens[i].kind === 'word' || tokens[i].kind === 'quoted_identifier' || tokens[i].text === '.')) i++;
+  if (tokens[i]?.text !== '(') return undefined;
+  let depth = 0;
+  for (let j = i; j < tokens.length; j++) {
+    if (tokens[j].text === '(') depth++;
+    if (tokens[j].text === ')' && --depth === 0) return { start: tokens[first].start, end: tokens[j].end };
+  }
+  return undefined;
+}
+
+/** The READ_* calls that name credentials: they read private storage (the rest stay refused). */
+function externalCalls(functions: FunctionRef[]): FunctionRef[] {
+  return functions.filter((f) => EXTERNAL_READERS.has(f.name) && f.namedArgs.includes('credentials'));
 }
 
 /** Table functions that only generate values (no file, catalog or setting access). */
@@ -56,7 +82,10 @@ const quote = (s: string) => `"${s.replace(/"/g, '""')}"`;
 /**
  * Turns a user's statement into something the sandbox may run: one SELECT, over three-part dataset
  * names the caller may read (resolved to their snapshot's files), with every placeholder bound.
- * Every refusal is an error the user can act on, with its place in the text where it has one.
+ * READ_PARQUET / READ_CSV / READ_JSONL with `credentials =>` are planned by ExternalReadPlanner
+ * (secret, permission, SCOPE; nothing fetched) and left for the runner to render over the job's
+ * local copies (`render`). Every refusal is an error the user can act on, with its place in the
+ * text where it has one.
  */
 export class QueryPlanner {
   constructor(
@@ -64,15 +93,49 @@ export class QueryPlanner {
     private readonly catalog: Catalog,
     private readonly authz: Authorizer,
     private readonly blobs: BlobStore,
+    private readonly external: ExternalReadPlanner,
   ) {}
+
+  /**
+   * The refusal of a statement's READ_* calls at submit, before a job exists: the same checks as
+   * planning (shape, secret, permission, type and SCOPE), nothing fetched. Undefined when the text
+   * reads no private storage, or is wrong otherwise (that fails the job, as before).
+   */
+  async refuseExternalReads(caller: Caller, sqlText: string): Promise<ExternalReadRefusal | undefined> {
+    // Only statements that mention credentials can read private storage: the others cost nothing here.
+    if (!/credentials/i.test(sqlText)) return undefined;
+    const analysis = await this.analyzer.analyze(sqlText);
+    if (analysis.kind !== 'select') return undefined;
+    const calls = externalCalls(analysis.tableFunctions);
+    if (calls.length === 0) return undefined;
+    try {
+      await this.external.plan(this.principal(caller), calls);
+      return undefined;
+    } catch (error) {
+      if (error instanceof ExternalReadRefusal) return error;
+      throw error;
+    }
+  }
+
+  private principal(caller: Caller): Principal {
+    return { identity: caller.identity, permissions: caller.permissions, scopes: [], credentialId: '', tokenId: '', expiresAt: new Date(0) };
+  }
 
   async prepare(caller: Caller, sqlText: string, values: Record<string, ParamValue>, options: { withFiles: boolean }): Promise<Prepared> {
     const fail = (code: string, message: string, position?: number): Prepared => ({ ok: false, error: jobError(sqlText, code, message, position) });
     const analysis = await this.analyzer.analyze(sqlText);
     if (analysis.kind === 'refused') return fail(analysis.code, analysis.message, analysis.position);
     if (analysis.kind === 'lakeport') return fail('STATEMENT_NOT_SUPPORTED', `${analysis.statement.replace('_', ' ').toUpperCase()} is not available in this version of Lakeport`);
-    const fn = analysis.tableFunctions.find((f) => !GENERATORS.has(f.name));
-    if (fn) return fail('TABLE_FUNCTION_NOT_ALLOWED', `${fn.name}() is not allowed: query datasets by their workspace.collection.dataset names`, fn.position);
+    const calls = externalCalls(analysis.tableFunctions);
+    const fn = analysis.tableFunctions.find((f) => !GENERATORS.has(f.name) && !calls.includes(f));
+    if (fn) {
+      const hint = EXTERNAL_READERS.has(fn.name)
+        ? `${fn.name}() reads only private storage, with a secret: ${fn.name}('s3://bucket/prefix/…', credentials => '<workspace>.<secret>'); datasets are queried by their workspace.collection.dataset names`
+        : fn.namedArgs.includes('credentials')
+          ? `${fn.name}() is not allowed: read private storage with read_parquet, read_csv or read_jsonl(…, credentials => '<workspace>.<secret>')`
+          : `${fn.name}() is not allowed: query datasets by their workspace.collection.dataset names`;
+      return fail('TABLE_FUNCTION_NOT_ALLOWED', hint, fn.position);
+    }
     const forbidden = analysis.scalarFunctions.find((f) => FILE_OR_ENVIRONMENT_FUNCTIONS.has(f));
     if (forbidden) return fail('FUNCTION_NOT_ALLOWED', `${forbidden}() reads files or the environment and is not allowed`);
 
@@ -84,11 +147,27 @@ export class QueryPlanner {
     }
     const params = Object.fromEntries(analysis.rewritten.names.map((n) => [n, lower.get(n.toLowerCase()) ?? null]));
 
-    const principal: Principal = { identity: caller.identity, permissions: caller.permissions, scopes: [], credentialId: '', tokenId: '', expiresAt: new Date(0) };
-    let sql = analysis.rewritten.sql;
-    let shifted = false;
+    const principal = this.principal(caller);
+    let external: ExternalRead[] = [];
+    if (calls.length > 0) {
+      try {
+        external = await this.external.plan(principal, calls);
+      } catch (error) {
+        if (error instanceof ExternalReadRefusal) return fail(error.code, error.message, error.position);
+        throw error;
+      }
+    }
+    const sql = analysis.rewritten.sql;
+    const tokens = tokenizeSql(sql);
+    /** Pieces of text to replace, all found in `sql` first and then replaced together. */
+    const edits: { start: number; end: number; text: string | number }[] = [];
+    for (const [index, read] of external.entries()) {
+      const span = callSpan(tokens, read.position);
+      if (!span) return fail('INVALID_EXTERNAL_READ', `Could not find where the ${read.fn}() call ends`, read.position);
+      edits.push({ ...span, text: index });
+    }
     const views = new Map<string, SandboxView>();
-    // Rewrite from the last reference back, so earlier positions stay valid.
+    // From the last reference back (the order errors have always been reported in).
     for (const ref of [...analysis.tables].sort((a, b) => (b.position ?? 0) - (a.position ?? 0))) {
       if (ref.parts.length !== 3) {
         return fail('UNKNOWN_TABLE', `'${ref.parts.join('.')}' is not a dataset: name datasets as workspace.collection.dataset`, ref.position);
@@ -111,18 +190,30 @@ export class QueryPlanner {
           throw error;
         }
         viewName = [workspace, collection, `${name}@${snapshot.snapshot_id}`];
-        const replaced = replaceReference(sql, ref, viewName.map(quote).join('.'));
-        if (!replaced) return fail('INVALID_TIME_TRAVEL', `Could not read the AT clause of ${label}`, ref.position);
-        sql = replaced.sql;
-        shifted = true;
+        const span = referenceSpan(tokens, ref);
+        if (!span) return fail('INVALID_TIME_TRAVEL', `Could not read the AT clause of ${label}`, ref.position);
+        edits.push({ ...span, text: viewName.map(quote).join('.') });
       } else if (dataset.current_snapshot_id !== null) {
         snapshot = await this.catalog.getSnapshot(dataset.current_snapshot_id);
       }
       const key = viewName.join('\u0000');
       if (!views.has(key)) views.set(key, await this.view(viewName, dataset, snapshot, options.withFiles));
     }
-    const toOriginal = (offset: number) => (shifted ? undefined : analysis.rewritten.toOriginal(offset));
-    return { ok: true, query: { sql, params, views: [...views.values()], toOriginal } };
+    // The text between the edits, and the edits, in order (edits never overlap: a READ_* call's
+    // arguments are literals, so no dataset is named inside one).
+    edits.sort((a, b) => a.start - b.start);
+    const pieces: (string | number)[] = [];
+    let at = 0;
+    for (const edit of edits) {
+      pieces.push(sql.slice(at, edit.start), edit.text);
+      at = edit.end;
+    }
+    pieces.push(sql.slice(at));
+    const render = (files: string[][]) => pieces.map((p) => (typeof p === 'string' ? p : renderRead(external[p], files[p] ?? []))).join('');
+    // Offsets before the first edit are the same in the rewritten text; after it they moved.
+    const unmoved = edits.length > 0 ? edits[0].start : Number.POSITIVE_INFINITY;
+    const toOriginal = (offset: number) => (offset < unmoved ? analysis.rewritten.toOriginal(offset) : undefined);
+    return { ok: true, query: { sql: render([]), params, views: [...views.values()], external, render, toOriginal } };
   }
 
   private async view(name: [string, string, string], dataset: Dataset, snapshot: Snapshot | undefined, withFiles: boolean): Promise<SandboxView> {

@@ -24,6 +24,11 @@ export interface JobsDeps {
   timeoutMs: number;
   /** Lakeport's own statements (CREATE SECRET, GRANT, …), which run inside the submit. */
   statements: LakeportStatements;
+  /**
+   * Refuses, before a job exists, a query whose READ_* calls cannot be planned (their shape, secret,
+   * permission, type or SCOPE): an HTTP error with the place of the call.
+   */
+  refuseExternalReads?: (caller: Principal, sqlText: string) => Promise<AppError | undefined>;
 }
 
 const STATUS_FILTERS = new Set(['queued', 'running', 'succeeded', 'failed', 'cancelled']);
@@ -47,6 +52,8 @@ export class JobsService {
     if (input.sql_text.trim() === '') throw RequestValidationError.at(['body', 'sql_text'], 'the statement is empty');
     const ran = await this.deps.statements.submit(caller, input);
     if (ran) return { execution_id: ran.execution_id, status: ran.status, status_url: this.url(ran, 'status') };
+    const refusal = await this.deps.refuseExternalReads?.(caller, input.sql_text);
+    if (refusal) throw refusal;
     const saved = Object.fromEntries((await this.deps.repo.variables(caller.identity)).map((v) => [v.name, v.value]));
     const job = await this.deps.repo.insert({
       execution_id: newId('job'),

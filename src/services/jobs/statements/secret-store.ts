@@ -95,6 +95,23 @@ export class SecretStore {
   }
 
   /**
+   * What a secret may read: its type and SCOPE, decrypted but not counted as a use (the check
+   * endpoint and job planning ask this before anything is fetched). Never the other values.
+   */
+  async describe(workspace: string, name: string): Promise<{ type: SecretType; scope: string | undefined } | undefined> {
+    const row = await this.db.kysely
+      .selectFrom('secrets')
+      .select(['type', 'billing_account', 'ciphertext'])
+      .where('workspace', '=', workspace)
+      .where('name', '=', name)
+      .executeTakeFirst();
+    if (!row) return undefined;
+    const sealer = await this.dataKeys.forAccount(row.billing_account);
+    const values = JSON.parse(sealer.open(row.ciphertext, SecretStore.valueContext(workspace, name, row.type)).toString('utf8')) as Record<string, string>;
+    return { type: row.type, scope: values.SCOPE };
+  }
+
+  /**
    * The values of a secret, decrypted, counting the use (last_used_at, use_count). For the READ_*
    * table functions; nothing returns them to a user.
    */
