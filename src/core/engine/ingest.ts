@@ -1,7 +1,10 @@
+import crypto from 'node:crypto';
 import fs from 'node:fs/promises';
+import path from 'node:path';
 import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
+import { splitIntoChunks, type Chunk } from './chunker.ts';
+import { countFileNewlines, csvDialect, csvRecordLine, jsonlRecordLine } from './csv-lines.ts';
 import { IPV4_REGEX, isNestedType, normalizeType, physicalType } from './types.ts';
-import { csvRecordLine } from './csv-lines.ts';
 import { quoteIdent, quoteString } from './sql.ts';
 
 export type FileFormat = 'csv' | 'jsonl' | 'parquet';
@@ -42,7 +45,17 @@ export interface ConvertedFile {
   rows: number;
   bytes: number;
   stats: Record<string, { min: string | null; max: string | null; null_count: number }>;
+  /** The file's columns in the file's own order (a CSV header may order them differently from the sample). */
+  fileColumns: SourceColumn[];
 }
+
+/** One Parquet file of a converted upload: `path` is the local file. */
+export interface ConvertedPart extends ConvertedFile {
+  path: string;
+}
+
+/** Chunks of this size (at least) are converted while the rest of an upload arrives. */
+export const DEFAULT_CHUNK_BYTES = 64 * 1024 * 1024;
 
 /** A value that cannot be stored as its column's promised type. */
 export class ValueNotStorableError extends Error {
@@ -57,8 +70,25 @@ export class ValueNotStorableError extends Error {
   }
 }
 
-/** The file does not have the shape its sample had (columns, encoding). */
-export class FileShapeError extends Error {}
+/**
+ * The file does not have the shape its sample had (columns, encoding). `line` is the 1-based line
+ * the problem was found on, when known; the message names it as "line N".
+ */
+export class FileShapeError extends Error {
+  constructor(
+    message: string,
+    public line?: number,
+  ) {
+    super(message);
+  }
+
+  /** Moves the line the message names (for a piece of a file: its line in the whole file). */
+  relocate(line: number): void {
+    if (this.line === undefined) return;
+    this.message = this.message.replace(`line ${this.line}`, `line ${line}`);
+    this.line = line;
+  }
+}
 
 function csvOptions(options: ReadOptions): { sql: string; params: Record<string, unknown> } {
   const parts: string[] = ['allow_quoted_nulls=false'];
@@ -93,6 +123,20 @@ function reader(format: FileFormat, options: ReadOptions, columns?: Record<strin
   return { sql: 'read_parquet($path)', params: {} };
 }
 
+/**
+ * A FileShapeError from DuckDB's message: its first line without the internal file path, with the
+ * record DuckDB names as "line N" (translated to a line of the file by the caller), and DuckDB's own
+ * explanation (e.g. "Expected Number of Columns: 3 Found: 2") when it gives one.
+ */
+function shapeError(message: string, record: number | undefined): FileShapeError {
+  const lines = message.split('\n');
+  let first = lines[0].replace(/ in file "[^"]*"/, '').replace(/,? ?CSV Error on Line: \d+/, '').replace(/,? in line \d+/, '');
+  const reason = lines.slice(1).find((l) => /^(Expected Number of Columns|Value with unterminated quote|Invalid unicode|Maximum line size)/i.test(l.trim()));
+  if (reason) first = `${first.replace(/:?\s*$/, '')}: ${reason.trim()}`;
+  const where = record === undefined ? '' : ` (line ${record})`;
+  return new FileShapeError(`The file does not have the shape of its sample${where}: ${first}`, record);
+}
+
 function jsonSafe(value: unknown): unknown {
   if (value === null || value === undefined) return null;
   if (typeof value === 'bigint') return Number.isSafeInteger(Number(value)) ? Number(value) : value.toString();
@@ -105,20 +149,29 @@ function jsonSafe(value: unknown): unknown {
  * Parquet. Only Lakeport's SQL runs here, on paths Lakeport chose; user values are bound.
  */
 export class Ingestor {
-  private constructor(private readonly instance: DuckDBInstance) {}
+  private constructor(
+    private readonly instance: DuckDBInstance,
+    /** One thread: each chunk of an upload but its last converts on it, one chunk per thread of `instance` at a time (see convertStream). */
+    private readonly single: DuckDBInstance,
+    private readonly threads: number,
+  ) {}
 
   static async create(options: { threads?: number; memoryLimit?: string; tempDirectory?: string } = {}): Promise<Ingestor> {
+    const threads = Math.max(1, options.threads ?? 2);
     const config: Record<string, string> = {
-      threads: String(options.threads ?? 2),
+      threads: String(threads),
       memory_limit: options.memoryLimit ?? '1GB',
       preserve_insertion_order: 'true',
     };
     if (options.tempDirectory) config.temp_directory = options.tempDirectory;
-    return new Ingestor(await DuckDBInstance.create(':memory:', config));
+    // Two engines never share a temp directory: their spill files would have the same names.
+    const singleConfig = { ...config, threads: '1', ...(options.tempDirectory ? { temp_directory: `${options.tempDirectory}-chunks` } : {}) };
+    const [instance, single] = await Promise.all([DuckDBInstance.create(':memory:', config), DuckDBInstance.create(':memory:', singleConfig)]);
+    return new Ingestor(instance, single, threads);
   }
 
-  private async withConnection<T>(fn: (c: DuckDBConnection) => Promise<T>): Promise<T> {
-    const connection = await this.instance.connect();
+  private async withConnection<T>(fn: (c: DuckDBConnection) => Promise<T>, instance: DuckDBInstance = this.instance): Promise<T> {
+    const connection = await instance.connect();
     try {
       return await fn(connection);
     } finally {
@@ -172,12 +225,21 @@ export class Ingestor {
     options: ReadOptions;
     /** The file's columns as negotiated, in file order. */
     fileColumns: SourceColumn[];
+    /**
+     * The columns are known to be in `fileColumns`' order (a later piece of a file whose header was
+     * already checked): the CSV header is not looked at again.
+     */
+    columnsChecked?: boolean;
     target: TargetColumn[];
     destination: string;
   }): Promise<ConvertedFile> {
+    return this.convertOn(this.instance, input);
+  }
+
+  private async convertOn(instance: DuckDBInstance, input: Parameters<Ingestor['convert']>[0]): Promise<ConvertedFile> {
     return this.withConnection(async (c) => {
       const loaded = new Map(input.target.filter((t) => t.source).map((t) => [t.source!, t]));
-      const fileColumns = input.format === 'csv' ? await this.csvHeader(c, input) : input.fileColumns;
+      const fileColumns = input.format === 'csv' && !input.columnsChecked ? await this.csvHeader(c, input) : input.fileColumns;
       // Text formats parse straight into the target types, so DuckDB reports the failing line itself.
       const parseAs = input.format === 'parquet' ? undefined : Object.fromEntries(fileColumns.map((col) => [col.name, physicalType(loaded.get(col.name)?.type ?? 'VARCHAR')]));
       const source = reader(input.format, input.options, parseAs);
@@ -198,18 +260,152 @@ export class Ingestor {
           params,
         );
         const rows = Number((result.getRowObjectsJson()[0] as { Count: string }).Count);
-        return { rows, ...(await this.statistics(c, input.destination, input.target)) };
+        return { rows, ...(await this.statistics(c, input.destination, input.target)), fileColumns };
       } catch (error) {
         await fs.rm(input.destination, { force: true });
         const explained = await this.explain(c, error as Error, { ...input, fileColumns }).catch(
           (e: unknown) => new FileShapeError(`The file could not be read as ${input.format}: ${(e as Error).message.split('\n')[0]}`),
         );
-        if (explained instanceof ValueNotStorableError && input.format === 'csv' && explained.row !== null) {
-          explained.row = await csvRecordLine(input.path, explained.row, input.options.quote);
+        // DuckDB counts records; a person opens the file at a line.
+        const line = (record: number) => (input.format === 'csv' ? csvRecordLine(input.path, record, input.options) : jsonlRecordLine(input.path, record));
+        if (explained instanceof ValueNotStorableError && input.format !== 'parquet' && explained.row !== null) {
+          explained.row = await line(explained.row);
+        }
+        // (DuckDB's JSON reader names the physical line of malformed JSON already.)
+        if (explained instanceof FileShapeError && input.format === 'csv' && explained.line !== undefined) {
+          explained.relocate(await line(explained.line));
         }
         throw explained;
       }
-    });
+    }, instance);
+  }
+
+  /**
+   * Converts an upload while it arrives: the body is cut into record-aligned chunks of about
+   * `chunkBytes` (CSV by DuckDB's own quoting rules, JSONL at newlines; Parquet is one piece), and
+   * each chunk is converted to its own Parquet part while the rest still streams in — so one upload
+   * may give several parts, in the upload's order, whose rows concatenated are the upload's rows in
+   * order. Conversion is all or nothing: the first chunk (in upload order) with a value that does not
+   * fit fails the whole upload with ValueNotStorableError naming the line in the whole upload; the
+   * rest of the body is then read and discarded, and no part is left behind. On success the caller
+   * owns the parts' files.
+   */
+  async convertStream(input: {
+    body: AsyncIterable<Buffer | Uint8Array | string>;
+    format: FileFormat;
+    options: ReadOptions;
+    fileColumns: SourceColumn[];
+    target: TargetColumn[];
+    /** A local directory for the chunks in flight. */
+    scratchDir: string;
+    /** A fresh local path for a part (e.g. BlobStore.tempPath). */
+    partPath: () => Promise<string>;
+    chunkBytes?: number;
+    /** Chunks converted at once (default: the engine's threads). */
+    concurrency?: number;
+    maxBytes: number;
+    tooLarge: () => Error;
+  }): Promise<{ sourceBytes: number; parts: ConvertedPart[] }> {
+    const dir = path.join(input.scratchDir, `upload-${crypto.randomUUID()}`);
+    await fs.mkdir(dir, { recursive: true });
+    const concurrency = Math.max(1, input.concurrency ?? this.threads);
+    const chunkBytes = input.chunkBytes ?? DEFAULT_CHUNK_BYTES;
+    const chunks: Chunk[] = [];
+    const parts: ConvertedPart[] = [];
+    const errors = new Map<number, unknown>();
+    /** The first chunk known to fail; later chunks are not converted. */
+    let failedAt = Infinity;
+    let checked: SourceColumn[] | undefined;
+    const waiting: Chunk[] = [];
+    const running = new Set<Promise<void>>();
+
+    const convertChunk = async (chunk: Chunk) => {
+      let destination: string | undefined;
+      try {
+        destination = await input.partPath();
+        // One thread per chunk converts more per CPU second than several threads on one (no parallel
+        // CSV scan, no reordering of row groups), and chunks keep every core busy; the last chunk —
+        // the whole file, when it is small — has no other chunk beside it, so it gets all threads.
+        const converted = await this.convertOn(chunk.last ? this.instance : this.single, {
+          path: chunk.path,
+          format: input.format,
+          options: input.options,
+          fileColumns: checked ?? input.fileColumns,
+          columnsChecked: checked !== undefined,
+          target: input.target,
+          destination,
+        });
+        checked ??= converted.fileColumns;
+        parts[chunk.index] = { path: destination, ...converted };
+      } catch (error) {
+        if (destination) await fs.rm(destination, { force: true });
+        errors.set(chunk.index, error);
+        failedAt = Math.min(failedAt, chunk.index);
+      }
+    };
+    // Chunks convert in order, `concurrency` at a time (as many as `instance` has threads).
+    const pump = () => {
+      while (running.size < concurrency && waiting.length > 0) {
+        const chunk = waiting.shift()!;
+        if (chunk.index > failedAt) continue;
+        const run: Promise<void> = convertChunk(chunk).finally(() => {
+          running.delete(run);
+          pump();
+        });
+        running.add(run);
+      }
+    };
+    const settled = async () => {
+      while (running.size > 0) await Promise.all(running);
+    };
+
+    try {
+      const sourceBytes = await splitIntoChunks(input.body, {
+        dir,
+        ext: `.${input.format}`,
+        records: input.format === 'csv' ? 'csv' : input.format === 'jsonl' ? 'lines' : 'none',
+        dialect: input.format === 'csv' ? csvDialect(input.options) : undefined,
+        header: input.options.header !== false,
+        chunkBytes,
+        // A smaller first chunk gets DuckDB going sooner; until then only the receiving thread works.
+        firstChunkBytes: Math.max(1, Math.floor(chunkBytes / 4)),
+        maxBytes: input.maxBytes,
+        tooLarge: input.tooLarge,
+        keep: () => failedAt === Infinity,
+        onChunk: (chunk) => {
+          chunks.push(chunk);
+          waiting.push(chunk);
+          pump();
+        },
+      });
+      await settled();
+      if (failedAt !== Infinity) {
+        // Every chunk before the first failing one converted: its error is the file's first.
+        const error = errors.get(failedAt);
+        throw await this.relocate(error, chunks[failedAt], chunks).catch(() => error);
+      }
+      return { sourceBytes, parts };
+    } catch (error) {
+      waiting.length = 0;
+      await settled(); // conversions in flight still read their chunks and write their parts
+      await Promise.all(parts.filter(Boolean).map((p) => fs.rm(p.path, { force: true })));
+      throw error;
+    } finally {
+      await fs.rm(dir, { recursive: true, force: true });
+    }
+  }
+
+  /** An error from converting `chunk`, with its line moved to the line in the whole upload. */
+  private async relocate(error: unknown, chunk: Chunk, chunks: Chunk[]): Promise<unknown> {
+    if (chunk.index === 0) return error;
+    const lineOf = async (line: number) => {
+      let before = 0;
+      for (const c of chunks.slice(0, chunk.index)) before += await countFileNewlines(c.path, c.headerBytes);
+      return before + line - chunk.headerLines;
+    };
+    if (error instanceof ValueNotStorableError && error.row !== null) error.row = await lineOf(error.row);
+    if (error instanceof FileShapeError && error.line !== undefined) error.relocate(await lineOf(error.line));
+    return error;
   }
 
   /**
@@ -263,7 +459,7 @@ export class Ingestor {
     const column = /converting column "([^"]+)"/.exec(message)?.[1];
     const value = /Could not convert string "([^"]*)"/.exec(message)?.[1] ?? /value to [a-z]+: "([^"]*)"/.exec(message)?.[1];
     if (/Expected Number of Columns|expected \d+ columns|found \d+ columns|column .* not found|Binder Error|Malformed JSON|Invalid Input Error: (?!JSON transform|lakeport:)/i.test(message) && !column) {
-      return new FileShapeError(`The file does not have the shape of its sample: ${message.split('\n')[0]}`);
+      return shapeError(message, line ? Number(line[1]) : undefined);
     }
     if (column && line) {
       const t = input.target.find((x) => x.source === column);
@@ -317,6 +513,7 @@ export class Ingestor {
   }
 
   close(): void {
+    this.single.closeSync();
     this.instance.closeSync();
   }
 }

@@ -3,8 +3,11 @@
  * chunk size of a few hundred bytes), and every guarantee of a write holds for all of its parts —
  * the rows in the file's order, all or nothing, the true line of a refused value, one snapshot.
  */
+import fs from 'node:fs';
+import path from 'node:path';
 import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { LocalBlobStore } from '../../core/storage/index.ts';
 import { createWorkspace, signIn, type TestUser } from '../../../test/clients.ts';
 import { createTestApp, type TestApp } from '../../../test/harness.ts';
 import { multipartBody } from '../../../test/multipart.ts';
@@ -66,6 +69,12 @@ async function rowsInOrder(keys: string[]) {
   return rows;
 }
 
+/** Files of uploads in flight: chunks in the scratch directory, parts in the store's temp directory. */
+function leftovers(): string[] {
+  const list = (dir: string) => (fs.existsSync(dir) ? fs.readdirSync(dir, { recursive: true }).map(String) : []);
+  return [...list(t.deps.scratchDir).filter((f) => f.startsWith('upload-')), ...list(path.join((t.deps.blobs as LocalBlobStore).root, '.tmp'))];
+}
+
 /** A CSV whose ids run 1..count, with quoted newlines and CRLF line ends, and a byte order mark. */
 function file(count: number, edit?: (lines: string[]) => void) {
   const lines = ['id,note,amount'];
@@ -118,6 +127,8 @@ describe('a write converted in chunks', () => {
     expect(res.json().detail).toContain(`row ${line}`);
 
     expect(await staged(c.contract_id)).toEqual(before);
+    // Neither the chunks nor the parts converted before the bad one are left anywhere.
+    expect(leftovers()).toEqual([]);
     expect((await get(c.contract_id)).json().written).toEqual([expect.objectContaining({ file: 'good.csv', rows: 30 })]);
     const cm = await commit(c.contract_id);
     expect(cm.json().rows_written).toBe(30);
@@ -146,6 +157,20 @@ describe('a write converted in chunks', () => {
     const res = await alice.request('DELETE', `/upload/v2/contracts/${c.contract_id}`);
     expect(res.statusCode).toBe(204);
     expect(await staged(c.contract_id)).toEqual([]);
+  });
+
+  it('a file over the size limit is 413 FILE_TOO_LARGE, with nothing staged', async () => {
+    const c = await contractOf('chunked_large', ['l.csv']);
+    t.app.lakeport.uploads.setLimits({ fileMaxBytes: 2000 });
+    try {
+      const res = await write(c.contract_id, 'l.csv', file(200));
+      expect(res.statusCode, res.body).toBe(413);
+      expect(res.json().code).toBe('FILE_TOO_LARGE');
+    } finally {
+      t.app.lakeport.uploads.setLimits({ fileMaxBytes: 50 * 1024 ** 3 });
+    }
+    expect(await staged(c.contract_id)).toEqual([]);
+    expect((await get(c.contract_id)).json().written).toEqual([]);
   });
 
   it('a file smaller than a chunk is one part', async () => {

@@ -1,8 +1,12 @@
 import type { Insertable, Selectable } from 'kysely';
-import type { Db, UploadContractsTable, UploadWritesTable } from '../../core/db/index.ts';
+import type { Db, UploadContractsTable, UploadWritePartsTable, UploadWritesTable } from '../../core/db/index.ts';
 
 export type ContractRow = Selectable<UploadContractsTable>;
 export type WriteRow = Selectable<UploadWritesTable>;
+export type WritePartRow = Selectable<UploadWritePartsTable>;
+
+/** Parts per INSERT, well under PostgreSQL's 65535 bound parameters. */
+const PART_BATCH = 1000;
 
 export class UploadRepo {
   constructor(private readonly db: Db) {}
@@ -33,17 +37,35 @@ export class UploadRepo {
     return this.db.kysely.selectFrom('upload_writes').selectAll().where('contract_id', '=', contractId).orderBy('created_at').execute();
   }
 
-  /** Records a write, replacing an earlier write of the same file; returns the replaced one's staged path. */
-  async putWrite(row: Insertable<UploadWritesTable>): Promise<string | undefined> {
+  /** Every part of every write of a contract: writes in the order they were made, each write's parts in the file's order. */
+  writeParts(contractId: string): Promise<(WritePartRow & { file_name: string })[]> {
+    return this.db.kysely
+      .selectFrom('upload_write_parts as p')
+      .innerJoin('upload_writes as w', 'w.write_id', 'p.write_id')
+      .selectAll('p')
+      .select('w.file_name')
+      .where('w.contract_id', '=', contractId)
+      .orderBy('w.created_at')
+      .orderBy('w.write_id')
+      .orderBy('p.part')
+      .execute();
+  }
+
+  /**
+   * Records a write and its parts in one transaction, replacing an earlier write of the same file;
+   * returns the replaced write's staged paths.
+   */
+  async putWrite(row: Insertable<UploadWritesTable>, parts: Insertable<UploadWritePartsTable>[]): Promise<string[]> {
     return this.db.kysely.transaction().execute(async (trx) => {
-      const old = await trx
-        .deleteFrom('upload_writes')
-        .where('contract_id', '=', row.contract_id)
-        .where('file_name', '=', row.file_name)
-        .returning('path')
-        .executeTakeFirst();
+      const old = await trx.selectFrom('upload_writes').select('write_id').where('contract_id', '=', row.contract_id).where('file_name', '=', row.file_name).executeTakeFirst();
+      let replaced: string[] = [];
+      if (old) {
+        replaced = (await trx.selectFrom('upload_write_parts').select('path').where('write_id', '=', old.write_id).execute()).map((p) => p.path);
+        await trx.deleteFrom('upload_writes').where('write_id', '=', old.write_id).execute(); // its parts go with it
+      }
       await trx.insertInto('upload_writes').values(row).execute();
-      return old?.path;
+      for (let i = 0; i < parts.length; i += PART_BATCH) await trx.insertInto('upload_write_parts').values(parts.slice(i, i + PART_BATCH)).execute();
+      return replaced;
     });
   }
 

@@ -1,9 +1,7 @@
 import crypto from 'node:crypto';
-import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
-import { pipeline } from 'node:stream/promises';
-import { Transform, type Readable } from 'node:stream';
+import type { Readable } from 'node:stream';
 import type { Authorizer, Principal } from '../../core/authz/index.ts';
 import { normalizeRef, type Catalog, type ColumnDef, type Dataset, type DatasetRef, type Executor } from '../../core/catalog/index.ts';
 import { newId } from '../../core/crypto/index.ts';
@@ -18,13 +16,28 @@ export interface UploadLimits {
   contractLifetimeMs: number;
   sampleMaxBytes: number;
   fileMaxBytes: number;
+  /** A write is converted in record-aligned chunks of at least this many bytes while it arrives. */
+  chunkBytes: number;
 }
 
 export const DEFAULT_LIMITS: UploadLimits = {
   contractLifetimeMs: 24 * 60 * 60 * 1000,
   sampleMaxBytes: 16 * 1024 * 1024,
   fileMaxBytes: 50 * 1024 * 1024 * 1024,
+  chunkBytes: 64 * 1024 * 1024,
 };
+
+/** Parts staged at once (on S3 each is a multipart upload of its own). */
+const STAGE_CONCURRENCY = 2;
+
+/** Runs `tasks`, at most `concurrency` at a time. */
+async function inBatches(tasks: (() => Promise<unknown>)[], concurrency: number): Promise<void> {
+  let next = 0;
+  const worker = async () => {
+    while (next < tasks.length) await tasks[next++]();
+  };
+  await Promise.all(Array.from({ length: Math.min(concurrency, tasks.length) }, worker));
+}
 
 export interface UploadDeps {
   repo: UploadRepo;
@@ -78,6 +91,11 @@ export class UploadService {
 
   get sampleMaxBytes() {
     return this.limits.sampleMaxBytes;
+  }
+
+  /** Changes limits of the running service (tests and benchmarks use a small chunk size). */
+  setLimits(limits: Partial<UploadLimits>): void {
+    Object.assign(this.limits, limits);
   }
 
   // ── negotiation ────────────────────────────────────────────────────────────
@@ -319,74 +337,65 @@ export class UploadService {
       throw contractError(409, 'FILE_NOT_NEGOTIATED', name ? `File '${name}' was not sampled at negotiation; negotiate it too` : `Name the file with the x-file-name header (one of ${files.map((f) => f.name).join(', ')})`);
     }
     await fsp.mkdir(this.deps.scratchDir, { recursive: true });
-    const incoming = path.join(this.deps.scratchDir, `${crypto.randomUUID()}.${file.format}`);
-    const parquet = await this.deps.blobs.tempPath('.parquet');
-    try {
-      const sourceBytes = await this.receive(body, incoming);
-      const target = row.target as TargetColumnDef[];
-      let converted;
-      try {
-        converted = await this.deps.ingestor.convert({
-          path: incoming,
-          format: file.format as FileFormat,
-          options: row.format as ReadOptions,
-          fileColumns: file.columns as SourceColumn[],
-          target: target.map((t) => ({ name: t.name, type: t.type, nullable: t.nullable, source: t.source && file.columns.some((c) => c.name === t.source) ? t.source : undefined })),
-          destination: parquet,
-        });
-      } catch (error) {
-        if (error instanceof ValueNotStorableError) {
-          throw contractError(409, 'VALUE_NOT_STORABLE', `${file.name}: value ${JSON.stringify(error.value)} in column "${error.column}", row ${error.row}, cannot be stored as ${error.type} (${error.message})`, {
-            file: file.name,
-            column: error.column,
-            row: error.row,
-            value: error.value,
-            type: error.type,
-            reason: error.message,
-          });
-        }
-        if (error instanceof FileShapeError) throw contractError(409, 'FILE_DIFFERS_FROM_SAMPLE', `${file.name}: ${error.message}`, { file: file.name });
-        throw error;
-      }
-      const key = `lake/_staging/${row.contract_id}/${crypto.randomUUID()}.parquet`;
-      await this.deps.blobs.putFile(key, parquet);
-      const replaced = await this.deps.repo.putWrite({
-        write_id: newId('wr'),
-        contract_id: row.contract_id,
-        file_name: file.name,
-        format: file.format,
-        path: key,
-        rows: converted.rows,
-        bytes: converted.bytes,
-        source_bytes: sourceBytes,
-        column_stats: JSON.stringify(converted.stats),
-      });
-      if (replaced) await this.deps.blobs.delete(replaced);
-      const writes = await this.deps.repo.writes(row.contract_id);
-      return {
-        contract_id: row.contract_id,
-        written: [{ file: file.name, format: file.format, rows: converted.rows, bytes: converted.bytes, source_bytes: sourceBytes, columns: target.map((t) => ({ name: t.name, type: t.type })) }],
-        totals: this.totals(writes),
-      };
-    } finally {
-      await fsp.rm(incoming, { force: true });
-      await fsp.rm(parquet, { force: true });
-    }
-  }
-
-  /** Streams the request body to a local file, refusing more than the file-size limit. */
-  private async receive(body: Readable, destination: string): Promise<number> {
-    let bytes = 0;
+    const target = row.target as TargetColumnDef[];
     const limit = this.limits.fileMaxBytes;
-    const counter = new Transform({
-      transform(chunk: Buffer, _enc, done) {
-        bytes += chunk.length;
-        if (bytes > limit) done(contractError(413, 'FILE_TOO_LARGE', `Files are limited to ${limit} bytes`));
-        else done(null, chunk);
-      },
-    });
-    await pipeline(body, counter, fs.createWriteStream(destination));
-    return bytes;
+    let converted;
+    try {
+      // The body is converted while it arrives, in record-aligned chunks: one Parquet part each.
+      converted = await this.deps.ingestor.convertStream({
+        body,
+        format: file.format as FileFormat,
+        options: row.format as ReadOptions,
+        fileColumns: file.columns as SourceColumn[],
+        target: target.map((t) => ({ name: t.name, type: t.type, nullable: t.nullable, source: t.source && file.columns.some((c) => c.name === t.source) ? t.source : undefined })),
+        scratchDir: this.deps.scratchDir,
+        partPath: () => this.deps.blobs.tempPath('.parquet'),
+        chunkBytes: this.limits.chunkBytes,
+        maxBytes: limit,
+        tooLarge: () => contractError(413, 'FILE_TOO_LARGE', `Files are limited to ${limit} bytes`),
+      });
+    } catch (error) {
+      if (error instanceof ValueNotStorableError) {
+        throw contractError(409, 'VALUE_NOT_STORABLE', `${file.name}: value ${JSON.stringify(error.value)} in column "${error.column}", row ${error.row}, cannot be stored as ${error.type} (${error.message})`, {
+          file: file.name,
+          column: error.column,
+          row: error.row,
+          value: error.value,
+          type: error.type,
+          reason: error.message,
+        });
+      }
+      if (error instanceof FileShapeError) throw contractError(409, 'FILE_DIFFERS_FROM_SAMPLE', `${file.name}: ${error.message}`, { file: file.name, ...(error.line === undefined ? {} : { line: error.line }) });
+      throw error;
+    }
+    const { parts, sourceBytes } = converted;
+    const rows = parts.reduce((n, p) => n + p.rows, 0);
+    const bytes = parts.reduce((n, p) => n + p.bytes, 0);
+    // Staged only once every part converted: a refused file leaves nothing behind.
+    const writeId = newId('wr');
+    const stem = `lake/_staging/${row.contract_id}/${crypto.randomUUID()}`;
+    const keys = parts.map((_, i) => `${stem}-${String(i).padStart(5, '0')}.parquet`);
+    let replaced: string[];
+    try {
+      await inBatches(parts.map((part, i) => () => this.deps.blobs.putFile(keys[i], part.path)), STAGE_CONCURRENCY);
+      replaced = await this.deps.repo.putWrite(
+        { write_id: writeId, contract_id: row.contract_id, file_name: file.name, format: file.format, rows, bytes, source_bytes: sourceBytes, parts: parts.length },
+        parts.map((part, i) => ({ write_id: writeId, part: i, path: keys[i], rows: part.rows, bytes: part.bytes, column_stats: JSON.stringify(part.stats) })),
+      );
+    } catch (error) {
+      // Not recorded: whatever of it was staged is nobody's.
+      for (const key of keys) await this.deps.blobs.delete(key).catch(() => undefined);
+      throw error;
+    } finally {
+      await Promise.all(parts.map((p) => fsp.rm(p.path, { force: true })));
+    }
+    for (const key of replaced) await this.deps.blobs.delete(key);
+    const writes = await this.deps.repo.writes(row.contract_id);
+    return {
+      contract_id: row.contract_id,
+      written: [{ file: file.name, format: file.format, rows, bytes, source_bytes: sourceBytes, parts: parts.length, columns: target.map((t) => ({ name: t.name, type: t.type })) }],
+      totals: this.totals(writes),
+    };
   }
 
   // ── commit ─────────────────────────────────────────────────────────────────
@@ -400,10 +409,10 @@ export class UploadService {
     }
     try {
       await this.assertWritable(caller, row);
-      const writes = await this.deps.repo.writes(contractId);
-      if (writes.length === 0) throw contractError(409, 'NOTHING_TO_COMMIT', `Contract ${contractId} has no writes yet`);
+      const files = await this.deps.repo.writeParts(contractId);
+      if (files.length === 0) throw contractError(409, 'NOTHING_TO_COMMIT', `Contract ${contractId} has no writes yet`);
       const target = row.target as TargetColumnDef[];
-      const rowsWritten = writes.reduce((n, w) => n + Number(w.rows), 0);
+      const rowsWritten = files.reduce((n, f) => n + Number(f.rows), 0);
       let response: Record<string, unknown> = {};
       try {
         await this.deps.catalog.commitWith(
@@ -414,7 +423,7 @@ export class UploadService {
             rebaseAppends: true,
             author: caller.identity,
             message: message ?? null,
-            addFiles: writes.map((w) => ({ path: w.path, row_count: Number(w.rows), size_bytes: Number(w.bytes), column_stats: w.column_stats as never })),
+            addFiles: files.map((f) => ({ path: f.path, row_count: Number(f.rows), size_bytes: Number(f.bytes), column_stats: f.column_stats as never })),
           },
           {
             create: row.dataset_id ? undefined : { ref: { workspace: row.workspace, collection: row.collection, dataset: row.dataset }, definition: { columns: target.map(catalogColumn) } },
@@ -503,7 +512,7 @@ export class UploadService {
       created_at: row.created_at.toISOString(),
       created_by: row.owner,
       files: (row.files as SampledFile[]).map((f) => ({ name: f.name, format: f.format })),
-      written: writes.map((w) => ({ file: w.file_name, format: w.format, rows: Number(w.rows), bytes: Number(w.bytes), source_bytes: Number(w.source_bytes), written_at: w.created_at.toISOString() })),
+      written: writes.map((w) => ({ file: w.file_name, format: w.format, rows: Number(w.rows), bytes: Number(w.bytes), source_bytes: Number(w.source_bytes), parts: Number(w.parts), written_at: w.created_at.toISOString() })),
       totals: this.totals(writes),
       snapshot: row.snapshot_id === null ? null : { snapshot_id: row.snapshot_id },
       rows_written: row.rows_written === null ? null : Number(row.rows_written),

@@ -1,3 +1,4 @@
+import type { ColumnType } from 'kysely';
 import type { DefaultTimestamp, Json, NullableJson, Timestamp } from './types.ts';
 
 export type ContractState = 'proposed' | 'accepted' | 'stale' | 'committed';
@@ -30,17 +31,29 @@ export interface UploadContractsTable {
   expires_at: Timestamp;
 }
 
+/** One written file; its Parquet is in upload_write_parts. `rows` and `bytes` are the file's totals. */
 export interface UploadWritesTable {
   write_id: string;
   contract_id: string;
   file_name: string;
   format: string;
-  path: string;
   rows: number;
   bytes: number;
   source_bytes: number;
-  column_stats: Json<Record<string, unknown>>;
+  /** How many parts the file became. */
+  parts: ColumnType<number, number | undefined, number>;
   created_at: DefaultTimestamp;
+}
+
+/** A Parquet part of a write, in the file's order (`part` 0, 1, …). */
+export interface UploadWritePartsTable {
+  write_id: string;
+  part: number;
+  /** The staged file's blob key. */
+  path: string;
+  rows: number;
+  bytes: number;
+  column_stats: Json<Record<string, unknown>>;
 }
 
 export interface UploadCommitsTable {
@@ -55,5 +68,6 @@ export interface UploadCommitsTable {
 export interface UploadTables {
   upload_contracts: UploadContractsTable;
   upload_writes: UploadWritesTable;
+  upload_write_parts: UploadWritePartsTable;
   upload_commits: UploadCommitsTable;
 }
