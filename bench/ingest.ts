@@ -9,15 +9,13 @@
 // the uploading client (see `send`). With DATABASE_URL set, the server keeps its metadata in
 // PostgreSQL.
 import { spawn } from 'node:child_process';
-import crypto from 'node:crypto';
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
-import pg from 'pg';
-import { json, median, setUp } from './lib/lake.ts';
+import { freshDatabase, json, median, setUp } from './lib/lake.ts';
 import { startServer } from './lib/server.ts';
 
 const ROWS = Number(process.env.BENCH_ROWS ?? 5_000_000);
@@ -153,27 +151,6 @@ interface Upload {
   parts: number;
   serverCpu?: number;
   clientCpu: number;
-}
-
-/**
- * With DATABASE_URL, a fresh database next to the one it names, dropped afterwards: every run starts
- * empty (its signing keys are sealed with this run's master key).
- */
-async function freshDatabase(adminUrl: string): Promise<{ url: string; label: string; drop(): Promise<void> }> {
-  const name = `lakeport_bench_${crypto.randomBytes(6).toString('hex')}`;
-  const admin = async (statement: string) => {
-    const client = new pg.Client({ connectionString: adminUrl });
-    await client.connect();
-    try {
-      await client.query(statement);
-    } finally {
-      await client.end();
-    }
-  };
-  await admin(`CREATE DATABASE ${name}`);
-  const url = new URL(adminUrl);
-  url.pathname = `/${name}`;
-  return { url: url.toString(), label: `PostgreSQL ${url.host}/${name}`, drop: () => admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`) };
 }
 
 async function serviceSession() {

@@ -8,14 +8,12 @@
 // the server's CPU time per job (whole process, and its main thread alone: the figures that hold up
 // best on a shared, noisy machine), and how many jobs ran on a warm pooled sandbox engine (counted
 // from the engines' work directories appearing under <data dir>/tmp/scratch/spill).
-import crypto from 'node:crypto';
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
-import pg from 'pg';
-import { json, median, percentile, setUp, uploadParquet, type Api } from './lib/lake.ts';
+import { freshDatabase, json, median, percentile, setUp, uploadParquet, type Api } from './lib/lake.ts';
 import { startServer } from './lib/server.ts';
 
 const ROWS = Number(process.env.BENCH_ROWS ?? 10_000_000);
@@ -41,28 +39,6 @@ function databaseLabel(url: string | undefined): string {
   } catch {
     return 'PostgreSQL';
   }
-}
-
-/**
- * With DATABASE_URL, a fresh database next to the one it names: every run starts empty (the upload's
- * idempotency key, the jobs table and the signing keys, sealed with this run's master key, are the
- * run's own).
- */
-async function freshDatabase(adminUrl: string): Promise<{ url: string; drop(): Promise<void> }> {
-  const name = `lakeport_bench_${crypto.randomBytes(6).toString('hex')}`;
-  const admin = async (statement: string) => {
-    const client = new pg.Client({ connectionString: adminUrl });
-    await client.connect();
-    try {
-      await client.query(statement);
-    } finally {
-      await client.end();
-    }
-  };
-  await admin(`CREATE DATABASE ${name}`);
-  const url = new URL(adminUrl);
-  url.pathname = `/${name}`;
-  return { url: url.toString(), drop: () => admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`) };
 }
 
 /** The pid of the server process (our child running `lakeport.js serve`). */
