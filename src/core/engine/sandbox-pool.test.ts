@@ -5,6 +5,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { tempDir } from '../../../test/harness.ts';
 import { SandboxPool, type SandboxPoolOptions } from './sandbox-pool.ts';
 import { SandboxInterruptedError, SandboxQueryError, runRawForTests, type Sandbox, type SandboxEngine, type SandboxView } from './sandbox.ts';
+import { failure } from '../../../test/async.ts';
 
 const dir = tempDir('lakeport-sandbox-pool-test-');
 const at = (...parts: string[]) => path.join(dir.dir, ...parts);
@@ -55,15 +56,6 @@ async function job(p: SandboxPool, identity: string, views: SandboxView[], sql: 
   } finally {
     sandbox.close();
   }
-}
-
-async function failure(promise: Promise<unknown>): Promise<Error> {
-  try {
-    await promise;
-  } catch (error) {
-    return error as Error;
-  }
-  throw new Error('expected a rejection');
 }
 
 beforeAll(async () => {

@@ -4,6 +4,7 @@ import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { tempDir } from '../../../test/harness.ts';
 import { Sandbox, SandboxInterruptedError, SandboxQueryError, runRawForTests, type SandboxOptions, type SandboxView } from './sandbox.ts';
+import { failure } from '../../../test/async.ts';
 
 const dir = tempDir('lakeport-sandbox-test-');
 const at = (...parts: string[]) => path.join(dir.dir, ...parts);
@@ -44,16 +45,6 @@ async function open(views: SandboxView[], options: SandboxOptions = {}): Promise
 function result(name: string): string {
   fs.mkdirSync(at('results'), { recursive: true });
   return at('results', name);
-}
-
-/** The rejection of a promise (fails the test when it resolves). */
-async function failure(promise: Promise<unknown>): Promise<Error> {
-  try {
-    await promise;
-  } catch (error) {
-    return error as Error;
-  }
-  throw new Error('expected a rejection');
 }
 
 beforeAll(async () => {

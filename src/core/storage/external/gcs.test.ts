@@ -3,19 +3,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startFakeGcs, type FakeGcs } from '../../../../test/gcs-server.ts';
 import { GcsExternalStore, type GcsServiceAccountKey } from './gcs.ts';
 import type { ExternalObject } from './types.ts';
+import { collect, streamText } from '../../../../test/async.ts';
 
 let gcs: FakeGcs;
 
-const text = async (body: NodeJS.ReadableStream) => {
-  const chunks: Buffer[] = [];
-  for await (const c of body) chunks.push(c as Buffer);
-  return Buffer.concat(chunks).toString('utf8');
-};
-const all = async (it: AsyncIterable<ExternalObject>) => {
-  const out: ExternalObject[] = [];
-  for await (const o of it) out.push(o);
-  return out;
-};
+const text = streamText;
+const all = collect<ExternalObject>;
 const store = (key: string) => new GcsExternalStore(JSON.parse(key) as GcsServiceAccountKey, { tokenUrl: gcs.tokenUrl, apiBase: gcs.url, pageSize: 2 });
 
 beforeAll(async () => {

@@ -4,20 +4,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startS3Server, type TestS3Server } from '../../../../test/s3-server.ts';
 import { S3ExternalStore } from './s3.ts';
 import type { ExternalObject } from './types.ts';
+import { collect, streamText } from '../../../../test/async.ts';
 
 let s3: TestS3Server;
 let good: S3ExternalStore;
 
-const text = async (body: NodeJS.ReadableStream) => {
-  const chunks: Buffer[] = [];
-  for await (const c of body) chunks.push(c as Buffer);
-  return Buffer.concat(chunks).toString('utf8');
-};
-const all = async (it: AsyncIterable<ExternalObject>) => {
-  const out: ExternalObject[] = [];
-  for await (const o of it) out.push(o);
-  return out;
-};
+const text = streamText;
+const all = collect<ExternalObject>;
 
 beforeAll(async () => {
   s3 = await startS3Server({ bucket: 'acme-lake', verifySignatures: true });
