@@ -37,5 +37,11 @@ export function httpApi(current: () => { url: string; adminToken: string }) {
     return reply.body;
   }
 
-  return { call, expectStatus };
+  /** An account named `Acme` owned by the token's identity and a workspace billed to it, with that identity as owner; the workspace as answered. */
+  async function ownWorkspace(token: string, identity: string, workspace: string): Promise<any> {
+    const account = expectStatus(await call('POST', '/billing/v1/accounts', { token, json: { name: 'Acme' } }), 201);
+    return expectStatus(await call('PUT', `/control/v1/workspaces/${workspace}`, { token, json: { billing_account: account.account_id, members: [{ identity, role: 'owner' }] } }), 200);
+  }
+
+  return { call, expectStatus, ownWorkspace };
 }

@@ -70,7 +70,7 @@ describe('query jobs end to end', { timeout: 120_000 }, () => {
   let executionId: string;
 
 
-  const { call, expectStatus } = httpApi(() => suite.server);
+  const { call, expectStatus, ownWorkspace } = httpApi(() => suite.server);
 
   /** A download as raw bytes, with its content type and file name. */
   async function download(format: 'csv' | 'json' | 'parquet', query = `&limit=${ROWS * 10}`) {
@@ -99,11 +99,7 @@ describe('query jobs end to end', { timeout: 120_000 }, () => {
     expect(tokens.scope.split(' ')).toEqual(expect.arrayContaining(['upload', 'jobs']));
     aliceToken = tokens.access_token;
 
-    const account = expectStatus(await call('POST', '/billing/v1/accounts', { token: aliceToken, json: { name: 'Acme' } }), 201);
-    const workspace = expectStatus(
-      await call('PUT', '/control/v1/workspaces/sales', { token: aliceToken, json: { billing_account: account.account_id, members: [{ identity: 'alice', role: 'owner' }] } }),
-      200,
-    );
+    const workspace = await ownWorkspace(aliceToken, 'alice', 'sales');
     expect(workspace).toMatchObject({ name: 'sales', state: 'active' });
   });
 

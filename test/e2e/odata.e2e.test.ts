@@ -24,7 +24,7 @@ describe('OData end to end', { timeout: 120_000 }, () => {
   let secret: string;
 
 
-  const { call, expectStatus } = httpApi(() => suite.server);
+  const { call, expectStatus, ownWorkspace } = httpApi(() => suite.server);
   const client = () =>
     OData.New4({
       serviceEndpoint: `${suite.server.url}/odata/api/v4/`,
@@ -34,8 +34,7 @@ describe('OData end to end', { timeout: 120_000 }, () => {
   it('sets up alice and uploads a dataset with lakeport upload', async () => {
     secret = expectStatus(await call('POST', '/auth/clients/alice/credentials', { admin: true, json: {} }), 200).secret;
     const token = (await (await fetch(`${suite.server.url}/auth/token`, { method: 'POST', body: new URLSearchParams({ grant_type: 'client_credentials', client_id: 'alice', client_secret: secret }) })).json()).access_token;
-    const account = expectStatus(await call('POST', '/billing/v1/accounts', { token, json: { name: 'Acme' } }), 201);
-    expectStatus(await call('PUT', '/control/v1/workspaces/sales', { token, json: { billing_account: account.account_id, members: [{ identity: 'alice', role: 'owner' }] } }), 200);
+    await ownWorkspace(token, 'alice', 'sales');
 
     const file = path.join(suite.work, 'orders.csv');
     const lines = ['id,region,amount,placed_on', ...Array.from({ length: ROWS }, (_, i) => Object.values(orderOf(i + 1)).join(','))];

@@ -265,7 +265,7 @@ describe.each([['file'], ['s3']] as const)('lakeport upload end to end on the %s
     }
   }, 60_000);
 
-  const { call, expectStatus } = httpApi(() => server);
+  const { call, expectStatus, ownWorkspace } = httpApi(() => server);
 
   /** The environment a user's shell (or CI job) gives the CLI: the server and alice's credentials. */
   function cliEnv(): NodeJS.ProcessEnv {
@@ -302,11 +302,7 @@ describe.each([['file'], ['s3']] as const)('lakeport upload end to end on the %s
     expect(tokens.scope.split(' ')).toContain('upload');
     aliceToken = tokens.access_token;
 
-    const account = expectStatus(await call('POST', '/billing/v1/accounts', { token: aliceToken, json: { name: 'Acme' } }), 201);
-    const workspace = expectStatus(
-      await call('PUT', '/control/v1/workspaces/sales', { token: aliceToken, json: { billing_account: account.account_id, members: [{ identity: 'alice', role: 'owner' }] } }),
-      200,
-    );
+    const workspace = await ownWorkspace(aliceToken, 'alice', 'sales');
     expect(workspace).toMatchObject({ name: 'sales', state: 'active' });
     expect(await datasetsInSales()).toEqual([]);
     expect(await lake.keys()).toEqual([]);

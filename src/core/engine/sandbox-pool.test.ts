@@ -6,6 +6,7 @@ import { tempDir } from '../../../test/harness.ts';
 import { SandboxPool, type SandboxPoolOptions } from './sandbox-pool.ts';
 import { SandboxInterruptedError, SandboxQueryError, runRawForTests, type Sandbox, type SandboxEngine, type SandboxView } from './sandbox.ts';
 import { failure } from '../../../test/async.ts';
+import { readParquet, writeParquet } from '../../../test/parquet.ts';
 
 const dir = tempDir('lakeport-sandbox-pool-test-');
 const at = (...parts: string[]) => path.join(dir.dir, ...parts);
@@ -20,15 +21,8 @@ let ordersV2: SandboxView;
 let customers: SandboxView;
 let secret: string;
 
-async function write(sql: string, file: string): Promise<string> {
-  fs.mkdirSync(path.dirname(file), { recursive: true });
-  await fc.run(`COPY (${sql}) TO '${file}' (FORMAT parquet)`);
-  return file;
-}
-
-async function read(file: string): Promise<Record<string, unknown>[]> {
-  return (await fc.runAndReadAll(`SELECT * FROM read_parquet('${file}')`)).getRowObjectsJson() as Record<string, unknown>[];
-}
+const write = (sql: string, file: string) => writeParquet(fc, sql, file);
+const read = (file: string) => readParquet(fc, file);
 
 function pool(options: Partial<Omit<SandboxPoolOptions, 'engine'>> = {}): SandboxPool {
   const p = new SandboxPool({ engine: { threads: 1, memoryLimit: '256MB', tempDirectory: at('spill') }, ...options });

@@ -5,6 +5,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { tempDir } from '../../../test/harness.ts';
 import { Sandbox, SandboxInterruptedError, SandboxQueryError, runRawForTests, type SandboxOptions, type SandboxView } from './sandbox.ts';
 import { failure } from '../../../test/async.ts';
+import { readParquet, writeParquet } from '../../../test/parquet.ts';
 
 const dir = tempDir('lakeport-sandbox-test-');
 const at = (...parts: string[]) => path.join(dir.dir, ...parts);
@@ -26,15 +27,8 @@ let orders: SandboxView;
 let customers: SandboxView;
 let otherFile: string;
 
-async function write(sql: string, file: string): Promise<string> {
-  fs.mkdirSync(path.dirname(file), { recursive: true });
-  await fc.run(`COPY (${sql}) TO '${file}' (FORMAT parquet)`);
-  return file;
-}
-
-async function read(file: string): Promise<Record<string, unknown>[]> {
-  return (await fc.runAndReadAll(`SELECT * FROM read_parquet('${file}')`)).getRowObjectsJson() as Record<string, unknown>[];
-}
+const write = (sql: string, file: string) => writeParquet(fc, sql, file);
+const read = (file: string) => readParquet(fc, file);
 
 async function open(views: SandboxView[], options: SandboxOptions = {}): Promise<Sandbox> {
   const sandbox = await Sandbox.open(views, { threads: 1, memoryLimit: '256MB', ...options });
