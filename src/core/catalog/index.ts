@@ -3,7 +3,7 @@ export { Catalog } from './catalog.ts';
 export { SNAPSHOT_OPERATIONS } from './commit.ts';
 export { DATASET_KINDS } from './definition.ts';
 export { resolveGuards, type NamespaceGuards, type NamespacePropertiesPatch } from './guards.ts';
-export { NAME_REGEX, TAG_NAME_REGEX, formatRef, normalizeName, normalizeRef, normalizeTagName, type DatasetRef, type NameKind } from './names.ts';
+export { NAME_REGEX, TAG_NAME_REGEX, formatRef, normalizeName, refOf, normalizeRef, normalizeTagName, type DatasetRef, type NameKind } from './names.ts';
 export { formatSelector, parseSelector, type SnapshotSelector } from './selectors.ts';
 export type {
   Collection,

@@ -48,6 +48,11 @@ export function normalizeTagName(raw: string): string {
   return name;
 }
 
+/** The three-part name of a dataset row. */
+export function refOf(dataset: { workspace: string; collection: string; name: string }): DatasetRef {
+  return { workspace: dataset.workspace, collection: dataset.collection, dataset: dataset.name };
+}
+
 export function formatRef(ref: DatasetRef): string {
   return `${ref.workspace}.${ref.collection}.${ref.dataset}`;
 }

@@ -1,6 +1,6 @@
 import type { Principal } from '../../core/authz/index.ts';
 import { Sandbox, SandboxQueryError, lineColumn } from '../../core/engine/index.ts';
-import type { Catalog } from '../../core/catalog/index.ts';
+import { refOf, type Catalog } from '../../core/catalog/index.ts';
 import type { Authorizer } from '../../core/authz/index.ts';
 import type { JobRepo } from './repo.ts';
 import type { QueryPlanner } from './planner.ts';
@@ -60,7 +60,7 @@ export class QueryChecker {
     for (const workspace of workspaces) {
       const datasets = await this.catalog.listDatasets(workspace).catch(() => []);
       for (const d of datasets) {
-        if (!(await this.authz.can(caller, 'reader', { workspace, collection: d.collection, dataset: d.name }))) continue;
+        if (!(await this.authz.can(caller, 'reader', refOf(d)))) continue;
         relations.push({ name: `${workspace}.${d.collection}.${d.name}`, kind: d.kind, columns: d.columns.map((c) => ({ name: c.name, type: c.type })) });
       }
     }

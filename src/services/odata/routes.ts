@@ -1,7 +1,7 @@
 import { Readable } from 'node:stream';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { principalOf, type TokenVerifier } from '../../core/http/index.ts';
-import { formatSelector } from '../../core/catalog/index.ts';
+import { formatSelector, refOf } from '../../core/catalog/index.ts';
 import { AppError } from '../../core/errors/index.ts';
 import { requireODataAuth, type ClientAuthenticator } from './auth.ts';
 import { buildMetadataDocument, buildServiceDocument, entitySetName, llmsTxt } from './metadata/index.ts';
@@ -66,7 +66,7 @@ export const odataRoutes =
       const serviceDocument = async (request: FastifyRequest, reply: FastifyReply) => {
         checkFormat(query(request), 'json');
         const readable = await odata.readableDatasets(principalOf(request));
-        return reply.type(JSON_TYPE).send(buildServiceDocument(`${root()}/$metadata`, readable.map((r) => ({ workspace: r.dataset.workspace, collection: r.dataset.collection, dataset: r.dataset.name }))));
+        return reply.type(JSON_TYPE).send(buildServiceDocument(`${root()}/$metadata`, readable.map((r) => refOf(r.dataset))));
       };
       api.get('/api/v4', { schema: { summary: 'Service document: the entity sets the caller may read' } }, serviceDocument);
       api.get('/api/v4/', { schema: { hide: true } }, serviceDocument);

@@ -1,6 +1,6 @@
 import { LRUCache } from 'lru-cache';
 import { roleAtLeast, type Authorizer, type Principal } from '../../core/authz/index.ts';
-import { NAME_REGEX, normalizeRef, parseSelector, type Catalog, type DataFile, type Dataset, type DatasetRef, type Snapshot, type SnapshotSelector } from '../../core/catalog/index.ts';
+import { NAME_REGEX, normalizeRef, parseSelector, refOf, type Catalog, type DataFile, type Dataset, type DatasetRef, type Snapshot, type SnapshotSelector } from '../../core/catalog/index.ts';
 import type { RowReader } from '../../core/engine/row-reader.ts';
 import { AppError } from '../../core/errors/index.ts';
 import type { BlobStore } from '../../core/storage/index.ts';
@@ -69,7 +69,7 @@ export class ODataService {
       const access = await this.deps.authz.accessIn(
         caller,
         workspace,
-        datasets.map((d) => ({ workspace, collection: d.collection, dataset: d.name })),
+        datasets.map(refOf),
       );
       datasets.forEach((dataset, i) => {
         const { role, patterns } = access[i];
@@ -93,7 +93,7 @@ export class ODataService {
       const address = parseAddress(parts[0], parts[1], parts[2] + rest);
       if (entitySetName(address.ref) === name) return address;
     }
-    const readable = (await this.readableDatasets(caller)).map(({ dataset: d }) => ({ workspace: d.workspace, collection: d.collection, dataset: d.name }));
+    const readable = (await this.readableDatasets(caller)).map(({ dataset }) => refOf(dataset));
     const ref = findEntitySet(name, readable);
     if (!ref) throw AppError.notFound(`No entity set named ${JSON.stringify(name)} among the datasets you may read`, 'DATASET_NOT_FOUND');
     return parseAddress(ref.workspace, ref.collection, ref.dataset + rest);
@@ -143,7 +143,7 @@ export class ODataService {
     policies: string[],
     options: { tags?: boolean } = {},
   ): Promise<DatasetVersion> {
-    const ref = { workspace: dataset.workspace, collection: dataset.collection, dataset: dataset.name };
+    const ref = refOf(dataset);
     // A dataset created but never committed reads as empty at @current; every other selector needs a snapshot.
     const snapshot = selector.kind === 'current' && dataset.current_snapshot_id === null ? null : await this.deps.catalog.resolveSnapshotOf(dataset, selector);
     const [files, tags] = snapshot ? await Promise.all([this.filesOf(snapshot), options.tags ? this.deps.catalog.listTags(dataset.dataset_id) : []]) : [[], []];
