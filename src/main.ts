@@ -45,7 +45,7 @@ export async function openRuntime(config: Config): Promise<Runtime> {
       refreshTokenTtlDays: config.refreshTokenTtlDays,
       blobs: await createBlobStore(config),
       ingestor: await Ingestor.create({ tempDirectory: path.join(config.dataDir, 'tmp', 'duckdb') }),
-      reader: await RowReader.create({ tempDirectory: path.join(config.dataDir, 'tmp', 'duckdb-read') }),
+      reader: await RowReader.create({ tempDirectory: path.join(config.dataDir, 'tmp', 'duckdb-read'), scratchDirectory: path.join(config.dataDir, 'tmp', 'read-out') }),
       scratchDir: path.join(config.dataDir, 'tmp', 'scratch'),
       analyzer: await SqlAnalyzer.create(),
       jobs: {

@@ -14,6 +14,8 @@ export interface DatasetFiles {
   rowId?: { column: string; firstIds: number[] };
   /** Only rows from this row number on within each file (pushed into the Parquet scan, which skips row groups). */
   fromRowInFile?: number;
+  /** Only rows before this row number within each file (likewise pushed down). */
+  toRowInFile?: number;
 }
 
 /** The (lowercased) column names of a list of immutable files, by the list's SQL text. */
@@ -33,7 +35,7 @@ const ROW_IN_FILE = 'file_row_number';
  */
 export async function datasetRelation(connection: DuckDBConnection, dataset: DatasetFiles, cache?: ColumnNameCache): Promise<string> {
   const typed = (expression: string, c: DatasetFiles['columns'][number]) => `CAST(${expression} AS ${physicalType(c.type)}) AS ${quoteIdent(c.as ?? c.name)}`;
-  const { rowId, fromRowInFile = 0 } = dataset;
+  const { rowId, fromRowInFile = 0, toRowInFile } = dataset;
   if (dataset.files.length === 0) {
     const empty = dataset.columns.map((c) => typed('NULL', c));
     if (rowId) empty.push(`CAST(NULL AS BIGINT) AS ${quoteIdent(rowId.column)}`);
@@ -49,7 +51,7 @@ export async function datasetRelation(connection: DuckDBConnection, dataset: Dat
     cache?.set(files, present);
   }
   const select = dataset.columns.map((c) => typed(present.has(c.name.toLowerCase()) ? quoteIdent(c.name) : 'NULL', c));
-  const numbered = rowId !== undefined || fromRowInFile > 0;
+  const numbered = rowId !== undefined || fromRowInFile > 0 || toRowInFile !== undefined;
   if (numbered && (present.has(ROW_IN_FILE) || present.has(FILE_COLUMN))) {
     throw new Error(`A data file has a column named ${ROW_IN_FILE} or ${FILE_COLUMN}, which Lakeport reserves`);
   }
@@ -59,6 +61,10 @@ export async function datasetRelation(connection: DuckDBConnection, dataset: Dat
     const base = dataset.files.length === 1 ? String(first[0]) : `CASE ${FILE_COLUMN} ${dataset.files.map((f, i) => `WHEN ${quoteString(f)} THEN ${first[i]}`).join(' ')} END`;
     select.push(`(${base} + ${ROW_IN_FILE})::BIGINT AS ${quoteIdent(rowId.column)}`);
   }
-  const where = fromRowInFile > 0 ? ` WHERE ${ROW_IN_FILE} >= ${Math.trunc(fromRowInFile)}` : '';
+  const bounds = [
+    ...(fromRowInFile > 0 ? [`${ROW_IN_FILE} >= ${Math.trunc(fromRowInFile)}`] : []),
+    ...(toRowInFile !== undefined ? [`${ROW_IN_FILE} < ${Math.trunc(toRowInFile)}`] : []),
+  ];
+  const where = bounds.length > 0 ? ` WHERE ${bounds.join(' AND ')}` : '';
   return `SELECT ${select.join(', ')} FROM read_parquet(${files}, ${options}, filename = '${FILE_COLUMN}', file_row_number = true)${where}`;
 }

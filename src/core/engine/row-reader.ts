@@ -1,6 +1,11 @@
+import crypto from 'node:crypto';
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
 import { DuckDBInstance, type DuckDBConnection, type DuckDBValue } from '@duckdb/node-api';
 import { LRUCache } from 'lru-cache';
 import { datasetRelation, type ColumnNameCache, type DatasetFiles } from './relation.ts';
+import { quoteIdent, quoteString } from './sql.ts';
 
 export type BoundValue = string | number | boolean | bigint | null;
 
@@ -19,7 +24,7 @@ export class ReadSession {
   constructor(
     private readonly connection: DuckDBConnection,
     readonly dataset: ReadableDataset,
-    private readonly columnNames: ColumnNameCache,
+    private readonly shared: SessionShared,
   ) {
     let next = 0;
     this.firstIds = dataset.files.map((f) => ((next += f.rows), next - f.rows));
@@ -28,7 +33,7 @@ export class ReadSession {
   /** A relation over every file, with the dataset's columns and row numbers, to put in a FROM clause. */
   relation(): Promise<string> {
     const { files, columns, rowId } = this.dataset;
-    return datasetRelation(this.connection, { files: files.map((f) => f.path), columns, rowId: { column: rowId, firstIds: this.firstIds } }, this.columnNames);
+    return datasetRelation(this.connection, { files: files.map((f) => f.path), columns, rowId: { column: rowId, firstIds: this.firstIds } }, this.shared.columnNames);
   }
 
   /**
@@ -42,15 +47,38 @@ export class ReadSession {
     return { file: this.firstIds.length, row: 0 };
   }
 
-  /** A relation over one file from a row on (the scan skips the row groups before it). */
-  fileRelation(file: number, fromRow: number): Promise<string> {
+  /** A relation over one file from a row on, up to a row if given (the scan skips the row groups outside). */
+  fileRelation(file: number, fromRow: number, toRow?: number): Promise<string> {
     const { files, columns, rowId } = this.dataset;
     return datasetRelation(this.connection, {
       files: [files[file].path],
       columns,
       rowId: { column: rowId, firstIds: [this.firstIds[file]] },
       fromRowInFile: fromRow,
-    }, this.columnNames);
+      toRowInFile: toRow,
+    }, this.shared.columnNames);
+  }
+
+  /** The number of row `row` of file `file` in the dataset. */
+  rowNumber(file: number, row: number): number {
+    return this.firstIds[file] + row;
+  }
+
+  /**
+   * Which of the named FLOAT/DOUBLE columns hold NaN or an infinity anywhere in file `file` (files
+   * never change, so each is looked at once).
+   */
+  async nonFiniteColumns(file: number, columns: { name: string; type: string }[]): Promise<Set<string>> {
+    if (columns.length === 0) return new Set();
+    const key = `${this.dataset.files[file].path}\n${columns.map((c) => `${c.name}:${c.type}`).join('\n')}`;
+    let found = this.shared.nonFinite.get(key);
+    if (!found) {
+      const checks = columns.map((c) => `coalesce(bool_or(NOT isfinite(${quoteIdent(c.name)})), false)`);
+      const [row] = (await this.connection.runAndReadAll(`SELECT ${checks.join(', ')} FROM (${await this.fileRelation(file, 0)})`)).getRows();
+      found = new Set(columns.filter((_, i) => row[i] === true).map((c) => c.name));
+      this.shared.nonFinite.set(key, found);
+    }
+    return found;
   }
 
   /** The first column of the first row. */
@@ -69,6 +97,21 @@ export class ReadSession {
     }
   }
 
+  /**
+   * The rows of a query as DuckDB's own JSON writer writes them: a JSON array, one row per line
+   * (`[`, then `\t{…},` lines, the last without its comma, then `]`; no rows is `[`, a tab, `]`).
+   * DuckDB writes in parallel, in order.
+   */
+  async jsonArray(sql: string, values: readonly BoundValue[]): Promise<Buffer> {
+    const file = path.join(this.shared.scratch, `rows-${crypto.randomUUID()}.json`);
+    try {
+      await this.connection.run(`COPY (${sql}) TO ${quoteString(file)} (FORMAT json, ARRAY true)`, values as DuckDBValue[]);
+      return await fs.readFile(file);
+    } finally {
+      await fs.rm(file, { force: true });
+    }
+  }
+
   /** Stops a running query (the client went away). */
   interrupt(): void {
     if (!this.closed) this.connection.interrupt();
@@ -81,17 +124,31 @@ export class ReadSession {
   }
 }
 
+/** What every session of a reader shares. */
+interface SessionShared {
+  columnNames: ColumnNameCache;
+  nonFinite: LRUCache<string, Set<string>>;
+  /** Where rows are written on their way out. */
+  scratch: string;
+}
+
 /**
  * Lakeport's own read path for serving datasets (OData): SQL that Lakeport compiled, with user
  * values bound, over snapshot files Lakeport chose. User-written SQL never runs here (see Sandbox).
  */
 export class RowReader {
-  /** Data files never change, so what columns they hold is read once. */
-  private readonly columnNames = new LRUCache<string, Set<string>>({ max: 2_000 });
+  private readonly shared: SessionShared;
 
-  private constructor(private readonly instance: DuckDBInstance) {}
+  private constructor(
+    private readonly instance: DuckDBInstance,
+    scratch: string,
+  ) {
+    // Data files never change, so what they hold is looked at once.
+    this.shared = { columnNames: new LRUCache({ max: 2_000 }), nonFinite: new LRUCache({ max: 2_000 }), scratch };
+  }
 
-  static async create(options: { threads?: number; memoryLimit?: string; tempDirectory?: string } = {}): Promise<RowReader> {
+  /** `tempDirectory` is where DuckDB spills; `scratchDirectory` where rows are written on their way out (default: the OS's). */
+  static async create(options: { threads?: number; memoryLimit?: string; tempDirectory?: string; scratchDirectory?: string } = {}): Promise<RowReader> {
     const config: Record<string, string> = {
       threads: String(options.threads ?? 2),
       memory_limit: options.memoryLimit ?? '1GB',
@@ -111,11 +168,13 @@ export class RowReader {
     } finally {
       setup.closeSync();
     }
-    return new RowReader(instance);
+    const scratch = options.scratchDirectory ?? os.tmpdir();
+    await fs.mkdir(scratch, { recursive: true });
+    return new RowReader(instance, scratch);
   }
 
   async open(dataset: ReadableDataset): Promise<ReadSession> {
-    return new ReadSession(await this.instance.connect(), dataset, this.columnNames);
+    return new ReadSession(await this.instance.connect(), dataset, this.shared);
   }
 
   close(): void {

@@ -4,6 +4,9 @@ import type { RowReader } from '../../core/engine/index.ts';
 import type { TokenVerifier } from '../../core/http/index.ts';
 import type { BlobStore } from '../../core/storage/index.ts';
 import type { ClientAuthenticator } from './auth.ts';
+import { RangeCursors } from './cursor.ts';
+import { RowPages } from './pages.ts';
+import { ReadAhead } from './read-ahead.ts';
 import { odataRoutes } from './routes.ts';
 import { ODataService } from './service.ts';
 
@@ -23,5 +26,5 @@ export interface ODataOptions {
 /** The OData v4 service: datasets as entity sets, for BI tools and OData clients. */
 export function createODataService(options: ODataOptions) {
   const odata = new ODataService(options);
-  return { odata, routes: odataRoutes({ odata, verifier: options.verifier, clients: options.clients, baseUrl: options.baseUrl }) };
+  return { odata, routes: odataRoutes({ odata, verifier: options.verifier, clients: options.clients, baseUrl: options.baseUrl, pages: new RowPages({ odata, readAhead: new ReadAhead(), cursors: new RangeCursors() }) }) };
 }

@@ -14,10 +14,13 @@ export interface RowsOptions {
   skip: number;
   count: boolean;
   /**
-   * Where this page starts (our $skiptoken, opaque to clients): the next row number for a plain
-   * read, the count of rows already delivered for an ordered or aggregated one.
+   * Where this page starts (our $skiptoken, opaque to clients): for a plain read a row number, then
+   * (after a dot) how many matching rows from it on were already delivered; for an ordered or
+   * aggregated read the count of rows already delivered.
    */
   skiptoken: number;
+  /** Plain reads: matching rows from row `skiptoken` on that earlier pages delivered. */
+  skiptokenRows: number;
 }
 
 const EXPRESSIONS = ['$filter', '$select', '$orderby', '$apply'] as const;
@@ -71,8 +74,19 @@ export function parseRowsOptions(query: Record<string, unknown>): RowsOptions {
     top: text.$top === undefined ? DEFAULT_TOP : integer('$top', text.$top, 0, MAX_TOP, 'INVALID_TOP'),
     skip,
     count: count === 'true',
-    skiptoken: text.$skiptoken === undefined ? 0 : integer('$skiptoken', text.$skiptoken, 0, Number.MAX_SAFE_INTEGER, 'INVALID_SKIPTOKEN'),
+    ...parseSkiptoken(text.$skiptoken),
   };
+}
+
+/** `row` or `row.rows`, both whole numbers (see RowsOptions.skiptoken). */
+export function parseSkiptoken(text: string | undefined): Pick<RowsOptions, 'skiptoken' | 'skiptokenRows'> {
+  if (text === undefined) return { skiptoken: 0, skiptokenRows: 0 };
+  const match = /^(\d{1,16})(?:\.(\d{1,16}))?$/.exec(text.trim());
+  const [row, rows] = [Number(match?.[1]), Number(match?.[2] ?? 0)];
+  if (!match || row > Number.MAX_SAFE_INTEGER || rows > Number.MAX_SAFE_INTEGER) {
+    throw bad('INVALID_SKIPTOKEN', `$skiptoken must be a token taken from an @odata.nextLink, not ${JSON.stringify(text)}`);
+  }
+  return { skiptoken: row, skiptokenRows: rows };
 }
 
 function nonEmpty(value: string | undefined): string | undefined {

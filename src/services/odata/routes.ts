@@ -1,4 +1,3 @@
-import { Readable } from 'node:stream';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { principalOf, type TokenVerifier } from '../../core/http/index.ts';
 import { formatSelector, refOf } from '../../core/catalog/index.ts';
@@ -6,9 +5,8 @@ import { AppError } from '../../core/errors/index.ts';
 import { requireODataAuth, type ClientAuthenticator } from './auth.ts';
 import { buildMetadataDocument, buildServiceDocument, entitySetName, llmsTxt } from './metadata/index.ts';
 import { checkFormat, parseRowsOptions } from './options.ts';
-import { compileQuery } from './query/index.ts';
-import { rowsDocument } from './rows.ts';
-import { entityOf, parseAddress, type DatasetAddress, type ODataService } from './service.ts';
+import type { RowPages } from './pages.ts';
+import { parseAddress, type DatasetAddress, type ODataService } from './service.ts';
 
 export interface ODataRouteDeps {
   odata: ODataService;
@@ -16,6 +14,7 @@ export interface ODataRouteDeps {
   clients: ClientAuthenticator;
   /** The public URL of the OData prefix, e.g. https://lakeport.example.com/odata. */
   baseUrl: () => string;
+  pages: RowPages;
 }
 
 const JSON_TYPE = 'application/json;odata.metadata=minimal;odata.streaming=true;IEEE754Compatible=false;charset=utf-8';
@@ -34,15 +33,6 @@ interface DatasetParams {
 
 function query(request: FastifyRequest): Record<string, unknown> {
   return (request.query ?? {}) as Record<string, unknown>;
-}
-
-/** The request URL with `$skiptoken` set, everything else as the client sent it. */
-function nextLinkOf(base: string, request: FastifyRequest) {
-  return (skiptoken: number) => {
-    const url = new URL(request.url, 'http://x');
-    url.searchParams.set('$skiptoken', String(skiptoken));
-    return `${base}${url.pathname.replace(/^\/odata/, '')}${url.search}`;
-  };
 }
 
 export const odataRoutes =
@@ -85,39 +75,23 @@ export const odataRoutes =
 
       const datasetRows = async (request: FastifyRequest, reply: FastifyReply, address: DatasetAddress) => {
         const options = parseRowsOptions(query(request));
-        const version = await odata.version(principalOf(request), address);
-        const entity = entityOf(version.dataset);
-        const now = new Date();
-        const shown = compileQuery(options, entity.properties, now);
-        const rowsQuery = { shown, all: compileQuery({ ...options, select: undefined }, entity.properties, now), rowId: entity.rowId };
-        // The dataset's own $metadata, where its entity set always has the plain name.
+        const caller = principalOf(request);
+        const version = await odata.version(caller, address);
         const { workspace, collection, dataset } = version.ref;
         const shaped = options.select !== undefined || options.apply !== undefined;
-        const contextUrl =
-          `${root()}/${workspace}/${collection}/${encodeURIComponent(dataset + formatLabel(address))}/$metadata#${entitySetName(version.ref)}` +
-          (shaped ? `(${shown.columns.map((c) => c.name).join(',')})` : '');
-        const session = await odata.open(version);
-        let body: Readable;
-        try {
-          const document = rowsDocument(session, rowsQuery, options, { contextUrl, nextLink: nextLinkOf(deps.baseUrl(), request) });
-          // The first piece runs the count (if asked) and so surfaces query errors as a proper status.
-          const first = await document.next();
-          body = Readable.from(
-            (async function* () {
-              try {
-                if (!first.done) yield first.value;
-                yield* document;
-              } finally {
-                session.close();
-              }
-            })(),
-          );
-        } catch (error) {
-          session.close();
-          throw error;
-        }
+        const { body, interrupt } = await deps.pages.open({
+          caller,
+          version,
+          options,
+          url: request.url,
+          publicUrl: (url) => `${deps.baseUrl()}${url.replace(/^\/odata/, '')}`,
+          // The dataset's own $metadata, where its entity set always has the plain name.
+          contextUrl: (columns) =>
+            `${root()}/${workspace}/${collection}/${encodeURIComponent(dataset + formatLabel(address))}/$metadata#${entitySetName(version.ref)}` +
+            (shaped ? `(${columns.join(',')})` : ''),
+        });
         // Stops the query when the client goes away mid-page (a no-op after the last row).
-        reply.raw.once('close', () => session.interrupt());
+        reply.raw.once('close', interrupt);
         return reply.type(JSON_TYPE).send(body);
       };
 

@@ -20,7 +20,9 @@ export interface RowsPage {
   /** `@odata.context` of the response. */
   contextUrl: string;
   /** The URL of the next page, given its $skiptoken. */
-  nextLink(skiptoken: number): string;
+  nextLink(skiptoken: string): string;
+  /** Told where the next page starts, once the page's rows are read (before its last piece is sent). */
+  onNext?(skiptoken: string): void;
 }
 
 interface Block {
@@ -49,14 +51,15 @@ async function* orderedBlocks(session: ReadSession, sql: string, values: readonl
 }
 
 /**
- * As orderedBlocks for a plain read of one file, whose rows carry their row numbers: blocks are cut
- * by row number (no window over the rows), and the probe row is cut off the end of the last block.
+ * As orderedBlocks for a plain read of one file, whose rows carry their row numbers, after `passed`
+ * matching rows: blocks are cut by row number (no window over the rows), and the probe row is cut off
+ * the end of the last block.
  */
-async function* fileBlocks(session: ReadSession, sql: string, values: readonly unknown[], columns: readonly ODataColumn[], rowId: string, room: number): AsyncGenerator<Block> {
+async function* fileBlocks(session: ReadSession, sql: string, values: readonly unknown[], columns: readonly ODataColumn[], rowId: string, room: number, passed: number): AsyncGenerator<Block> {
   const id = quoteIdent(rowId);
   const text =
     `SELECT string_agg(j, ',' ORDER BY id), count(*), max(id), arg_max(j, id) FROM (` +
-    `SELECT ${jsonRowSql(columns)} AS j, ${id} AS id FROM (${sql}) LIMIT ${room + 1}) GROUP BY id // ${BLOCK_ROWS} ORDER BY max(id)`;
+    `SELECT ${jsonRowSql(columns)} AS j, ${id} AS id FROM (${sql}) LIMIT ${room + 1} OFFSET ${passed}) GROUP BY id // ${BLOCK_ROWS} ORDER BY max(id)`;
   let held: Block | undefined;
   let total = 0;
   for await (const [joined, rows, last, lastText] of session.rows(text, values as never[])) {
@@ -78,23 +81,22 @@ async function* fileBlocks(session: ReadSession, sql: string, values: readonly u
  * of rows as DuckDB produces them.
  *
  * Paging: a plain read ($filter/$select only) continues from a row number — its $skiptoken is the
- * number of the next row to read — reading the files in order and letting each Parquet scan skip
- * straight to that row, so page 1 000 costs what page 1 does. An ordered or aggregated read needs
- * a total order, and its $skiptoken is the count of rows already delivered.
+ * number of the next row to read, or a row number and how many matching rows from it on were
+ * already delivered (`row.rows`, as pages read ahead in ranges write it, see cursor.ts) — reading
+ * the files in order and letting each Parquet scan skip straight to that row, so page 1 000 costs
+ * what page 1 does. An ordered or aggregated read needs a total order, and its $skiptoken is the
+ * count of rows already delivered.
  */
 export async function* rowsDocument(session: ReadSession, query: RowsQuery, options: RowsOptions, page: RowsPage): AsyncGenerator<string> {
   const { shown, all } = query;
-  let head = `{"@odata.context":${JSON.stringify(page.contextUrl)}`;
-  if (options.count) {
-    head += `,"@odata.count":${String(await session.scalar(shown.countSql(await session.relation()), shown.params.values))}`;
-  }
+  const count = options.count ? String(await session.scalar(shown.countSql(await session.relation()), shown.params.values)) : undefined;
   if (options.top === 0) {
-    yield `${head},"value":[]}`;
+    yield `${pageHead(page.contextUrl, count)}${pageTail()}`;
     return;
   }
-  yield `${head},"value":[`;
+  yield pageHead(page.contextUrl, count);
   let sent = 0;
-  let next: number | undefined;
+  let next: string | undefined;
   const emit = (block: Block) => {
     const piece = (sent > 0 ? ',' : '') + block.text;
     sent += block.rows;
@@ -103,11 +105,13 @@ export async function* rowsDocument(session: ReadSession, query: RowsQuery, opti
 
   if (options.orderby === undefined && options.apply === undefined) {
     let { file, row } = session.locate(options.skiptoken);
-    for (; file < session.dataset.files.length && next === undefined; file++, row = 0) {
+    // Rows passed over count within the file the token's row lies in (a range never spans files).
+    let passed = options.skiptokenRows;
+    for (; file < session.dataset.files.length && next === undefined; file++, row = 0, passed = 0) {
       const relation = await session.fileRelation(file, row);
-      for await (const block of fileBlocks(session, all.sql(relation), all.params.values, shown.columns, query.rowId, options.top - sent)) {
+      for await (const block of fileBlocks(session, all.sql(relation), all.params.values, shown.columns, query.rowId, options.top - sent, passed)) {
         // The probe row is the first row of the next page.
-        if (block.probe) next = block.last!;
+        if (block.probe) next = String(block.last);
         else yield emit(block);
       }
     }
@@ -115,9 +119,20 @@ export async function* rowsDocument(session: ReadSession, query: RowsQuery, opti
     const offset = options.skip + options.skiptoken;
     const ordered = `${shown.sql(await session.relation(), { totalOrder: true })} OFFSET ${offset}`;
     for await (const block of orderedBlocks(session, ordered, shown.params.values, shown.columns, options.top)) {
-      if (block.probe) next = options.skiptoken + sent;
+      if (block.probe) next = String(options.skiptoken + sent);
       else yield emit(block);
     }
   }
-  yield next === undefined ? ']}' : `],"@odata.nextLink":${JSON.stringify(page.nextLink(next))}}`;
+  if (next !== undefined) page.onNext?.(next);
+  yield pageTail(next === undefined ? undefined : page.nextLink(next));
+}
+
+/** An OData JSON page up to its first row: the context URL, the count when asked, the start of `value`. */
+export function pageHead(contextUrl: string, count?: string): string {
+  return `{"@odata.context":${JSON.stringify(contextUrl)}${count === undefined ? '' : `,"@odata.count":${count}`},"value":[`;
+}
+
+/** The end of an OData JSON page, with the next page's URL when there is one. */
+export function pageTail(nextLink?: string): string {
+  return nextLink === undefined ? ']}' : `],"@odata.nextLink":${JSON.stringify(nextLink)}}`;
 }

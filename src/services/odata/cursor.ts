@@ -1,0 +1,193 @@
+import { LRUCache } from 'lru-cache';
+import type { ReadSession } from '../../core/engine/index.ts';
+import { jsonColumnsSql } from './json-rows.ts';
+import type { RowsQuery } from './rows.ts';
+
+const MIN_RANGE_ROWS = 2_048;
+/** The most source rows the first range reads: two of the row groups Lakeport writes, so both DuckDB threads work. */
+const FIRST_RANGE_ROWS = 2 * 122_880;
+const MAX_RANGE_ROWS = 4 * 122_880;
+/** Ranges are read ahead while fewer rows than this many pages are left, and less JSON than READ_AHEAD_BYTES. */
+const READ_AHEAD_PAGES = 8;
+const READ_AHEAD_BYTES = 32 * 1024 * 1024;
+/** Later ranges aim at about this much JSON. */
+const RANGE_BYTES = 16 * 1024 * 1024;
+
+function clampRangeRows(rows: number): number {
+  return Math.min(MAX_RANGE_ROWS, Math.max(MIN_RANGE_ROWS, Math.round(rows)));
+}
+
+/** The matching rows of one range of source rows, as DuckDB's JSON writer wrote them. */
+interface Range {
+  /** The number of the range's first source row: tokens count delivered rows from here. */
+  start: number;
+  text: Buffer;
+  /** Where each row's JSON starts and ends in `text`. */
+  starts: number[];
+  ends: number[];
+  /** Rows of this range already delivered. */
+  taken: number;
+}
+
+/**
+ * Where each row of a `[\n\t{…},\n\t{…}\n]` array starts and ends (rows hold no raw newline: JSON
+ * escapes them). DuckDB writes no rows as `[\n\t\n]`.
+ */
+function rowsOf(text: Buffer): { starts: number[]; ends: number[] } {
+  const starts: number[] = [];
+  const ends: number[] = [];
+  // Line 0 is `[`; each later line is a row (tab, object, comma but the last) or the closing `]`.
+  for (let at = text.indexOf(10); at >= 0; ) {
+    const end = text.indexOf(10, at + 1);
+    const line = end < 0 ? text.length : end;
+    if (text[at + 1] === 9 && text[at + 2] === 123) {
+      starts.push(at + 2);
+      ends.push(text[line - 1] === 44 ? line - 1 : line);
+    }
+    at = end;
+  }
+  return { starts, ends };
+}
+
+/** One page taken from a cursor: its rows' JSON in pieces (commas between them included), and the next page's $skiptoken. */
+export interface CursorPage {
+  pieces: Buffer[];
+  next?: string;
+}
+
+const COMMA = Buffer.from(',');
+
+/**
+ * A plain read ($filter/$select, in row order) paged through in ranges of source rows. Each range is
+ * one query without LIMIT, so DuckDB scans its row groups in parallel and writes the rows with its
+ * own JSON writer; pages are cut from the ranges at row boundaries. The next range is read while
+ * the pages of the last one are served. The page's $skiptoken is `row.rows`: the first row of a
+ * range and how many of its matching rows were delivered, which rows.ts can also continue from.
+ */
+export class RangeCursor {
+  private readonly ranges: Range[] = [];
+  private file: number;
+  private row: number;
+  /** Matching rows at the start that earlier pages delivered. */
+  private pass: number;
+  private rangeRows: number;
+  /** Rows per page (pages of one cursor all have the size of its first). */
+  private readonly top: number;
+  private reading?: Promise<void>;
+  private failure?: unknown;
+
+  constructor(
+    private readonly session: ReadSession,
+    private readonly query: RowsQuery,
+    start: { skiptoken: number; skiptokenRows: number; top: number },
+  ) {
+    this.top = start.top;
+    // A small page needs few rows: the first range is a few pages of unfiltered rows, and no more
+    // than RANGE_BYTES of JSON by a generous guess at a row's size (later ranges go by what they met).
+    const guessedRowBytes = query.shown.columns.reduce((n, c) => n + c.name.length + (c.type === 'VARCHAR' ? 64 : 24), 0);
+    this.rangeRows = clampRangeRows(Math.min(FIRST_RANGE_ROWS, 8 * start.top, RANGE_BYTES / guessedRowBytes));
+    ({ file: this.file, row: this.row } = session.locate(start.skiptoken));
+    this.pass = start.skiptokenRows;
+  }
+
+  /** The next page's rows, and the token of the page after them when more rows follow. */
+  async page(): Promise<CursorPage> {
+    const { top } = this;
+    // One row more than the page shows says whether another page follows.
+    while (this.available() <= top && !this.exhausted()) await this.readNext();
+    const pieces: Buffer[] = [];
+    for (let need = top; need > 0 && this.ranges.length > 0; ) {
+      const range = this.ranges[0];
+      const n = Math.min(need, range.starts.length - range.taken);
+      if (n > 0) {
+        if (pieces.length > 0) pieces.push(COMMA);
+        pieces.push(range.text.subarray(range.starts[range.taken], range.ends[range.taken + n - 1]));
+        range.taken += n;
+        need -= n;
+      }
+      if (range.taken === range.starts.length) this.ranges.shift();
+    }
+    const first = this.ranges[0];
+    const next = first ? `${first.start}.${first.taken}` : this.exhausted() ? undefined : String(this.session.rowNumber(this.file, this.row));
+    this.readAhead();
+    return { pieces, next };
+  }
+
+  /** Stops reading and frees the connection. */
+  async close(): Promise<void> {
+    this.session.interrupt();
+    await this.reading?.catch(() => undefined);
+    this.session.close();
+  }
+
+  /** Reads the next range in the background while fewer than a few pages' rows are left. */
+  private readAhead(): void {
+    const buffered = this.ranges.reduce((n, r) => n + r.text.length - r.starts[r.taken], 0);
+    if (this.available() < READ_AHEAD_PAGES * this.top && buffered < READ_AHEAD_BYTES && !this.exhausted() && !this.reading && !this.failure) {
+      void this.readNext().then(() => this.readAhead(), () => undefined);
+    }
+  }
+
+  private available(): number {
+    return this.ranges.reduce((n, r) => n + r.starts.length - r.taken, 0);
+  }
+
+  private exhausted(): boolean {
+    return this.file >= this.session.dataset.files.length;
+  }
+
+  private readNext(): Promise<void> {
+    if (this.failure) return Promise.reject(this.failure);
+    this.reading ??= this.readRange().then(
+      () => (this.reading = undefined),
+      (error: unknown) => {
+        this.failure = error;
+        this.reading = undefined;
+        throw error;
+      },
+    );
+    return this.reading;
+  }
+
+  private async readRange(): Promise<void> {
+    const { file, row } = this;
+    const fileRows = this.session.dataset.files[file].rows;
+    const to = Math.min(fileRows, row + this.rangeRows);
+    const { all, shown } = this.query;
+    const relation = await this.session.fileRelation(file, row, to);
+    const nonFinite = await this.session.nonFiniteColumns(file, shown.columns.filter((c) => c.type === 'FLOAT' || c.type === 'DOUBLE'));
+    const text = await this.session.jsonArray(`SELECT ${jsonColumnsSql(shown.columns, nonFinite)} FROM (${all.sql(relation)})`, all.params.values);
+    const { starts, ends } = rowsOf(text);
+    const taken = Math.min(this.pass, starts.length);
+    this.pass -= taken;
+    if (taken < starts.length) this.ranges.push({ start: this.session.rowNumber(file, row), text, starts, ends, taken });
+    this.rangeRows = clampRangeRows((RANGE_BYTES * (to - row)) / Math.max(1, text.length));
+    [this.file, this.row] = to >= fileRows ? [file + 1, 0] : [file, to];
+  }
+}
+
+/**
+ * Cursors between pages: a client following nextLink continues the cursor its last page came from.
+ * Keys name who asked, the snapshot and the page's URL (the routes authorize before they look); a
+ * cursor is handed out once, and one that waits too long is closed.
+ */
+export class RangeCursors {
+  private readonly cursors = new LRUCache<string, RangeCursor>({
+    max: 16,
+    ttl: 30_000,
+    ttlAutopurge: true,
+    dispose: (cursor, _key, reason) => {
+      if (reason !== 'delete') void cursor.close();
+    },
+  });
+
+  take(key: string): RangeCursor | undefined {
+    const cursor = this.cursors.get(key);
+    if (cursor) this.cursors.delete(key);
+    return cursor;
+  }
+
+  keep(key: string, cursor: RangeCursor): void {
+    this.cursors.set(key, cursor);
+  }
+}

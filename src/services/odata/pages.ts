@@ -1,0 +1,140 @@
+import { Readable } from 'node:stream';
+import type { Principal } from '../../core/authz/index.ts';
+import { RangeCursor, type RangeCursors } from './cursor.ts';
+import type { DatasetVersion } from './model.ts';
+import { parseSkiptoken, type RowsOptions } from './options.ts';
+import { compileQuery } from './query/index.ts';
+import type { PageText, ReadAhead } from './read-ahead.ts';
+import { pageHead, pageTail, rowsDocument } from './rows.ts';
+import type { ODataService } from './service.ts';
+import { entityOf } from './service.ts';
+
+export interface RowPagesDeps {
+  odata: ODataService;
+  readAhead: ReadAhead;
+  cursors: RangeCursors;
+}
+
+/** A rows request, authorized and with its version resolved. */
+export interface PageRequest {
+  caller: Principal;
+  version: DatasetVersion;
+  options: RowsOptions;
+  /** The request's path and query: a page's URL is this with its $skiptoken. */
+  url: string;
+  /** The public URL of a page, given its path and query. */
+  publicUrl(url: string): string;
+  /** `@odata.context`, given the names of the columns each row shows. */
+  contextUrl(columns: string[]): string;
+}
+
+type PageRead = ReturnType<RowPages['readOf']>;
+
+/** A request's path and query with `$skiptoken` set, everything else as the client sent it. */
+function pageUrl(requestUrl: string, skiptoken: string): string {
+  const url = new URL(requestUrl, 'http://x');
+  url.searchParams.set('$skiptoken', skiptoken);
+  return `${url.pathname}${url.search}`;
+}
+
+/**
+ * The pages of rows requests. A plain read ($filter/$select) goes through a cursor that reads ranges
+ * of rows, each scanned by DuckDB in parallel, the next range while the client reads the last page
+ * (cursor.ts); a client following nextLink continues the same cursor. Other reads ($orderby,
+ * $apply, $count) read each page by itself, and the pages after the one asked for are read ahead
+ * (read-ahead.ts).
+ */
+export class RowPages {
+  constructor(private readonly deps: RowPagesDeps) {}
+
+  /** The page's JSON, streamed; query errors surface before it is returned. */
+  async open(request: PageRequest): Promise<{ body: Readable; interrupt(): void }> {
+    const read = this.readOf(request);
+    const { options } = request;
+    if (options.orderby === undefined && options.apply === undefined && !options.count && options.top > 0) return this.fromCursor(read);
+    const ready = await this.deps.readAhead.take(read.keyOf(read.token));
+    if (ready) {
+      if (ready.next !== undefined) this.follow(read, ready.next);
+      return { body: Readable.from(ready.pieces), interrupt: () => undefined };
+    }
+    const { session, document } = await this.openPage(read, read.asked, (next) => this.follow(read, next));
+    try {
+      // The first piece runs the count (if asked) and so surfaces query errors as a proper status.
+      const first = await document.next();
+      const body = Readable.from(
+        (async function* () {
+          try {
+            if (!first.done) yield first.value;
+            yield* document;
+          } finally {
+            session.close();
+          }
+        })(),
+      );
+      return { body, interrupt: () => session.interrupt() };
+    } catch (error) {
+      session.close();
+      throw error;
+    }
+  }
+
+  /** What every page of a request needs: its queries, its URLs, and the keys of its cursors and pages read ahead. */
+  private readOf(request: PageRequest) {
+    const { options, version } = request;
+    const entity = entityOf(version.dataset);
+    /** The query of the page at `start`; now() is the time it is compiled, just before the rows are read. */
+    const compile = (start: Pick<RowsOptions, 'skiptoken' | 'skiptokenRows'>) => {
+      const pageOptions = { ...options, ...start };
+      const now = new Date();
+      const shown = compileQuery(pageOptions, entity.properties, now);
+      return { options: pageOptions, query: { shown, all: compileQuery({ ...pageOptions, select: undefined }, entity.properties, now), rowId: entity.rowId } };
+    };
+    const asked = compile(options);
+    return {
+      request,
+      compile,
+      asked,
+      token: options.skiptokenRows > 0 ? `${options.skiptoken}.${options.skiptokenRows}` : String(options.skiptoken),
+      contextUrl: request.contextUrl(asked.query.shown.columns.map((c) => c.name)),
+      nextLink: (token: string) => request.publicUrl(pageUrl(request.url, token)),
+      // Cursors and pages read ahead belong to this caller and this snapshot.
+      keyOf: (token: string) => `${request.caller.identity}\n${version.snapshot?.snapshot_id ?? ''}\n${pageUrl(request.url, token)}`,
+    };
+  }
+
+  /** A plain read's page, from the cursor the last page left (or a new one), which is kept for the next. */
+  private async fromCursor(read: PageRead) {
+    const { version, options } = read.request;
+    const cursor = this.deps.cursors.take(read.keyOf(read.token)) ?? new RangeCursor(await this.deps.odata.open(version), read.asked.query, options);
+    try {
+      const page = await cursor.page();
+      if (page.next === undefined) void cursor.close();
+      else this.deps.cursors.keep(read.keyOf(page.next), cursor);
+      const tail = pageTail(page.next === undefined ? undefined : read.nextLink(page.next));
+      return { body: Readable.from([pageHead(read.contextUrl), ...page.pieces, tail]), interrupt: () => undefined };
+    } catch (error) {
+      void cursor.close();
+      throw error;
+    }
+  }
+
+  private async openPage(read: PageRead, page: ReturnType<typeof read.compile>, onNext?: (token: string) => void) {
+    const session = await this.deps.odata.open(read.request.version);
+    return { session, document: rowsDocument(session, page.query, page.options, { contextUrl: read.contextUrl, nextLink: read.nextLink, onNext }) };
+  }
+
+  /** Reads ahead the pages from `token` on. */
+  private follow(read: PageRead, token: string): void {
+    this.deps.readAhead.follow(token, read.keyOf, async (token): Promise<PageText> => {
+      let next: string | undefined;
+      const { session, document } = await this.openPage(read, read.compile(parseSkiptoken(token)), (token) => (next = token));
+      try {
+        const pieces: string[] = [];
+        for await (const piece of document) pieces.push(piece);
+        return { pieces, next };
+      } finally {
+        session.close();
+      }
+    });
+  }
+}
