@@ -307,3 +307,17 @@ describe('convertStream', () => {
     expect(wrong).toBeInstanceOf(FileShapeError);
   });
 });
+
+describe('readPage', () => {
+  it('gives the same pages with the file row count as without it', async () => {
+    const p = path.join(dir.dir, 'pages.parquet');
+    const csv = file('pages.csv', `n\n${Array.from({ length: 25 }, (_, i) => i).join('\n')}\n`);
+    const n = { name: 'n', type: 'BIGINT', sourceType: 'BIGINT' };
+    await ingestor.convert({ path: csv, format: 'csv', options: {}, fileColumns: [n], target: [{ name: 'n', type: 'BIGINT', nullable: true, source: 'n' }], destination: p });
+    for (const [offset, limit] of [[0, 10], [0, 25], [0, 100], [10, 10], [20, 10], [24, 1], [25, 5], [30, 5]]) {
+      const plain = await ingestor.readPage(p, offset, limit);
+      expect(await ingestor.readPage(p, offset, limit, 25), `offset ${offset} limit ${limit}`).toEqual(plain);
+      expect(plain.rows.map((r) => r[0])).toEqual(Array.from({ length: Math.max(0, Math.min(limit, 25 - offset)) }, (_, i) => offset + i));
+    }
+  });
+});

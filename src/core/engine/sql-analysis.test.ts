@@ -474,3 +474,15 @@ describe('fuzzing', () => {
     expect(selects).toBeGreaterThan(250);
   });
 });
+
+describe('recent analyses', () => {
+  it('answers the same text with the same analysis until the analyzer is closed', async () => {
+    const own = await SqlAnalyzer.create();
+    const first = await own.analyze('SELECT :n AS n');
+    expect(await own.analyze('SELECT :n AS n')).toBe(first);
+    expect(await own.analyze('SELECT :m AS n')).toMatchObject({ kind: 'select', rewritten: { names: ['m'] } });
+    expect(await own.analyze('SELECT 1; SELECT 2')).toBe(await own.analyze('SELECT 1; SELECT 2'));
+    await own.close();
+    await expect(own.analyze('SELECT :n AS n')).rejects.toThrow(/closed/);
+  });
+});

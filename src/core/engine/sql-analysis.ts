@@ -1,4 +1,5 @@
-import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
+import { DuckDBInstance, type DuckDBConnection, type DuckDBPreparedStatement } from '@duckdb/node-api';
+import { LRUCache } from 'lru-cache';
 import { rewritePlaceholders, tokenizeSql, type PlaceholderRewrite, type SqlToken } from './placeholders.ts';
 
 /**
@@ -137,14 +138,23 @@ const PARSER_CONFIG: Record<string, string> = {
   lock_configuration: 'true',
 };
 
+/** Texts longer than this are analysed every time (the cache holds texts of recent analyses). */
+const CACHED_TEXT_MAX = 64 * 1024;
+
 /**
  * Classifies job SQL. Owns a parse-only DuckDB instance (`SqlAnalyzer.create()`) or uses one it is
- * given (`new SqlAnalyzer(instance)`, which it never closes); only `json_serialize_sql` runs on it.
- * Calls are serialised on one connection.
+ * given (`new SqlAnalyzer(instance)`, which it never closes); only `json_serialize_sql` runs on it,
+ * as one prepared statement. Calls are serialised on one connection.
+ *
+ * An analysis depends on the text alone, so recent ones are kept by text and shared (the same
+ * statements come again and again: dashboards, retries, a submit and its check): callers must not
+ * change what they get.
  */
 export class SqlAnalyzer {
   private connection: Promise<DuckDBConnection> | undefined;
+  private statement: DuckDBPreparedStatement | undefined;
   private queue: Promise<unknown> = Promise.resolve();
+  private readonly recent = new LRUCache<string, Promise<Analysis>>({ max: 1_000, maxSize: 4 * 1024 * 1024, maxEntrySize: CACHED_TEXT_MAX + 1, sizeCalculation: (_analysis, sql) => sql.length + 1 });
   private closed = false;
 
   constructor(
@@ -164,6 +174,9 @@ export class SqlAnalyzer {
     const connection = this.connection;
     this.connection = undefined;
     await this.queue;
+    this.recent.clear();
+    this.statement?.destroySync();
+    this.statement = undefined;
     try {
       (await connection)?.closeSync();
     } catch {
@@ -172,8 +185,21 @@ export class SqlAnalyzer {
     if (this.owned) this.instance.closeSync();
   }
 
-  async analyze(sql: string): Promise<Analysis> {
-    if (this.closed) throw new Error('SqlAnalyzer is closed');
+  analyze(sql: string): Promise<Analysis> {
+    if (this.closed) return Promise.reject(new Error('SqlAnalyzer is closed'));
+    if (sql.length > CACHED_TEXT_MAX) return this.analyzeNow(sql);
+    let analysis = this.recent.get(sql);
+    if (!analysis) {
+      analysis = this.analyzeNow(sql);
+      this.recent.set(sql, analysis);
+      // Only answers are kept: a failure (e.g. the analyzer closing) is not.
+      const pending = analysis;
+      pending.catch(() => this.recent.peek(sql) === pending && this.recent.delete(sql));
+    }
+    return analysis;
+  }
+
+  private async analyzeNow(sql: string): Promise<Analysis> {
     const rewritten = rewritePlaceholders(sql);
     try {
       return await this.classify(rewritten);
@@ -260,8 +286,10 @@ export class SqlAnalyzer {
     const run = this.queue.then(async () => {
       if (this.closed) throw new Error('SqlAnalyzer is closed');
       this.connection ??= this.instance.connect();
-      const connection = await this.connection;
-      const reader = await connection.runAndReadAll('SELECT json_serialize_sql($sql::VARCHAR) AS tree', { sql });
+      // Prepared once: binding a text costs about half of preparing and running it afresh.
+      this.statement ??= await (await this.connection).prepare('SELECT json_serialize_sql($sql::VARCHAR) AS tree');
+      this.statement.bind({ sql });
+      const reader = await this.statement.runAndReadAll();
       const value = reader.getRows()[0]?.[0];
       if (typeof value !== 'string') throw new Error('json_serialize_sql returned no text');
       return parseJsonKeepingBigIntegers(value);

@@ -68,16 +68,19 @@ export class LocalBlobStore implements BlobStore {
     }
   }
 
-  /** Renames a finished temp file to its key's path, creating directories (again, if a concurrent delete pruned them). */
+  /**
+   * Renames a finished temp file to its key's path; when the directory is missing, creates it and
+   * tries again (again, if a concurrent delete pruned it).
+   */
   private async publish(temp: string, dest: string): Promise<void> {
     for (let attempt = 0; ; attempt++) {
       try {
-        await fsp.mkdir(path.dirname(dest), { recursive: true });
+        if (attempt > 0) await fsp.mkdir(path.dirname(dest), { recursive: true });
         await fsp.rename(temp, dest);
         return;
       } catch (err) {
         if (errno(err) !== 'ENOENT' || attempt >= 50) throw err;
-        // A concurrent delete pruned a (then empty) parent directory during mkdir or before the rename.
+        // No directory yet, or a concurrent delete pruned a (then empty) parent directory during mkdir or before the rename.
         await fsp.access(temp); // the temp file itself missing is a real error: let it throw
       }
     }

@@ -1,5 +1,6 @@
+import { LRUCache } from 'lru-cache';
 import type { Authorizer, Principal } from '../../core/authz/index.ts';
-import type { Catalog, Dataset, Snapshot } from '../../core/catalog/index.ts';
+import type { Catalog, Dataset } from '../../core/catalog/index.ts';
 import type { JobError, PermissionPair } from '../../core/db/index.ts';
 import { FILE_OR_ENVIRONMENT_FUNCTIONS, lineColumn, tokenizeSql, type FunctionRef, type SqlAnalyzer, type SqlToken, type TableRef } from '../../core/engine/index.ts';
 import type { SandboxView } from '../../core/engine/index.ts';
@@ -88,6 +89,9 @@ const quote = (s: string) => `"${s.replace(/"/g, '""')}"`;
  * text where it has one.
  */
 export class QueryPlanner {
+  /** Snapshot id → its data files' blob keys (immutable once committed), bounded by the number of keys kept. */
+  private readonly filesOf = new LRUCache<number, string[]>({ maxSize: 100_000, sizeCalculation: (keys) => keys.length + 1 });
+
   constructor(
     private readonly analyzer: SqlAnalyzer,
     private readonly catalog: Catalog,
@@ -178,26 +182,24 @@ export class QueryPlanner {
       const readable = dataset !== undefined && (await this.authz.can(principal, 'reader', { workspace, collection, dataset: name }));
       if (!dataset || !readable) return fail('DATASET_NOT_FOUND', `Dataset ${label} does not exist, or you may not read it`, ref.position);
       if (dataset.kind === 'external') return fail('VERSIONING_NOT_SUPPORTED', `Dataset ${label} is listed from an external catalog and cannot be queried here`, ref.position);
-      let snapshot: Snapshot | undefined;
+      let snapshotId: number | null = dataset.current_snapshot_id;
       let viewName: [string, string, string] = [workspace, collection, name];
       if (ref.version) {
         if (ref.version.kind === 'timestamp') return fail('INVALID_TIME_TRAVEL', 'Time travel by timestamp is not supported; use a tag or a snapshot id', ref.position);
         const selector = ref.version.kind === 'tag' ? { kind: 'tag' as const, name: ref.version.name } : { kind: 'id' as const, snapshotId: ref.version.snapshotId };
         try {
-          snapshot = await this.catalog.resolveSnapshot(dataset.dataset_id, selector);
+          snapshotId = (await this.catalog.resolveSnapshotOf(dataset, selector)).snapshot_id;
         } catch (error) {
           if (error instanceof AppError && error.status < 500) return fail('SNAPSHOT_NOT_FOUND', `${label}: ${error.message}`, ref.position);
           throw error;
         }
-        viewName = [workspace, collection, `${name}@${snapshot.snapshot_id}`];
+        viewName = [workspace, collection, `${name}@${snapshotId}`];
         const span = referenceSpan(tokens, ref);
         if (!span) return fail('INVALID_TIME_TRAVEL', `Could not read the AT clause of ${label}`, ref.position);
         edits.push({ ...span, text: viewName.map(quote).join('.') });
-      } else if (dataset.current_snapshot_id !== null) {
-        snapshot = await this.catalog.getSnapshot(dataset.current_snapshot_id);
       }
       const key = viewName.join('\u0000');
-      if (!views.has(key)) views.set(key, await this.view(viewName, dataset, snapshot, options.withFiles));
+      if (!views.has(key)) views.set(key, await this.view(viewName, dataset, snapshotId, options.withFiles));
     }
     // The text between the edits, and the edits, in order (edits never overlap: a READ_* call's
     // arguments are literals, so no dataset is named inside one).
@@ -216,12 +218,22 @@ export class QueryPlanner {
     return { ok: true, query: { sql: render([]), params, views: [...views.values()], external, render, toOriginal } };
   }
 
-  private async view(name: [string, string, string], dataset: Dataset, snapshot: Snapshot | undefined, withFiles: boolean): Promise<SandboxView> {
-    const files = withFiles && snapshot ? await this.catalog.snapshotFiles(snapshot.snapshot_id) : [];
+  private async view(name: [string, string, string], dataset: Dataset, snapshotId: number | null, withFiles: boolean): Promise<SandboxView> {
+    const keys = withFiles && snapshotId !== null ? await this.snapshotFiles(snapshotId) : [];
     return {
       name,
       columns: dataset.columns.map((c) => ({ name: c.name, type: c.type })),
-      files: await Promise.all(files.map((f) => this.blobs.localPath(f.path))),
+      files: await Promise.all(keys.map((key) => this.blobs.localPath(key))),
     };
+  }
+
+  /** The blob keys of a snapshot's data files: a committed snapshot never changes, so they are read once and kept. */
+  private async snapshotFiles(snapshotId: number): Promise<string[]> {
+    let keys = this.filesOf.get(snapshotId);
+    if (!keys) {
+      keys = (await this.catalog.snapshotFiles(snapshotId)).map((f) => f.path);
+      this.filesOf.set(snapshotId, keys);
+    }
+    return keys;
   }
 }

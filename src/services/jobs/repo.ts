@@ -1,7 +1,10 @@
 import { sql, type Insertable, type Selectable } from 'kysely';
 import type { Db, JobError, JobsTable, VariablesTable } from '../../core/db/index.ts';
+import type { ParamValue } from './service.ts';
 
 export type JobRow = Selectable<JobsTable>;
+/** What a finish changes on a job's row. */
+export type FinishedColumns = Pick<JobRow, 'status' | 'error' | 'result_key' | 'row_count' | 'columns' | 'finished_at'>;
 export type VariableRow = Selectable<VariablesTable>;
 
 export const IN_PROGRESS = ['queued', 'running'] as const;
@@ -11,6 +14,19 @@ export class JobRepo {
 
   async insert(row: Insertable<JobsTable>): Promise<JobRow> {
     return this.db.kysely.insertInto('jobs').values(row).returningAll().executeTakeFirstOrThrow();
+  }
+
+  /**
+   * Queues a job in one statement: its parameters are the owner's saved variables overridden by
+   * `parameters` (read inside the insert, so no separate read of the variables).
+   */
+  async enqueue(row: Omit<Insertable<JobsTable>, 'parameters' | 'status'> & { parameters: Record<string, ParamValue> }): Promise<Pick<JobRow, 'execution_id' | 'status'>> {
+    const saved = sql`coalesce((SELECT jsonb_object_agg(name, value) FROM variables WHERE owner = ${row.owner}), '{}'::jsonb)`;
+    return this.db.kysely
+      .insertInto('jobs')
+      .values({ ...row, status: 'queued', parameters: sql`${saved} || ${JSON.stringify(row.parameters)}::jsonb` })
+      .returning(['execution_id', 'status'])
+      .executeTakeFirstOrThrow();
   }
 
   get(executionId: string): Promise<JobRow | undefined> {
@@ -63,12 +79,15 @@ export class JobRepo {
     return rows.filter((r) => r.cancel_requested).map((r) => r.execution_id);
   }
 
-  /** Finishes a running job: its row after, or undefined when it is no longer this worker's (re-queued or cancelled meanwhile). */
+  /**
+   * Finishes a running job: the columns it changed (the rest of the row is as claimed), or undefined
+   * when it is no longer this worker's (re-queued or cancelled meanwhile).
+   */
   async finish(
     executionId: string,
     workerId: string,
     outcome: { status: 'succeeded' | 'failed' | 'cancelled'; error?: JobError; result_key?: string; row_count?: number; columns?: { name: string; type: string }[] },
-  ): Promise<JobRow | undefined> {
+  ): Promise<FinishedColumns | undefined> {
     return this.db.kysely
       .updateTable('jobs')
       .set({
@@ -82,7 +101,7 @@ export class JobRepo {
       .where('execution_id', '=', executionId)
       .where('worker_id', '=', workerId)
       .where('status', '=', 'running')
-      .returningAll()
+      .returning(['status', 'error', 'result_key', 'row_count', 'columns', 'finished_at'])
       .executeTakeFirst();
   }
 

@@ -90,6 +90,8 @@ describe('running queries', () => {
     expect((await alice.request('PUT', `${J}/variables/min`, { type: 'number', value: 115 })).statusCode).toBe(200);
     const saved = await run(alice, 'SELECT count(*) AS n FROM sales.orders.daily WHERE id > :min');
     expect((await alice.request('GET', `${J}/jobs/${saved.execution_id}/results`)).json().data).toEqual([[5]]);
+    const overridden = await run(alice, 'SELECT count(*) AS n FROM sales.orders.daily WHERE id > :min', { min: 110 });
+    expect((await alice.request('GET', `${J}/jobs/${overridden.execution_id}/results`)).json().data).toEqual([[10]]);
     const missing = await run(alice, 'SELECT *\nFROM sales.orders.daily WHERE id = :nope');
     expect(missing).toMatchObject({ status: 'failed', error: { code: 'PARAMETER_NOT_DEFINED', line: 2, column: 36 } });
     expect(missing.error.message).toContain(':nope');

@@ -44,7 +44,7 @@ function timings(job: JobRow) {
 export class JobsService {
   constructor(private readonly deps: JobsDeps) {}
 
-  private url(job: JobRow, suffix: string) {
+  private url(job: Pick<JobRow, 'execution_id'>, suffix: string) {
     return `${this.deps.baseUrl()}/api/v1/jobs/${job.execution_id}/${suffix}`;
   }
 
@@ -54,25 +54,23 @@ export class JobsService {
     if (ran) return { execution_id: ran.execution_id, status: ran.status, status_url: this.url(ran, 'status') };
     const refusal = await this.deps.refuseExternalReads?.(caller, input.sql_text);
     if (refusal) throw refusal;
-    const saved = Object.fromEntries((await this.deps.repo.variables(caller.identity)).map((v) => [v.name, v.value]));
-    const job = await this.deps.repo.insert({
+    const job = await this.deps.repo.enqueue({
       execution_id: newId('job'),
       owner: caller.identity,
       sql_text: input.sql_text,
       // Request parameters take priority over saved variables; which ones the statement uses is known once it is parsed.
-      parameters: JSON.stringify({ ...saved, ...(input.parameters ?? {}) }),
+      parameters: input.parameters ?? {},
       client_info: input.client_info ? JSON.stringify(input.client_info) : null,
       permissions: JSON.stringify(caller.permissions),
-      status: 'queued',
       timeout_ms: this.deps.timeoutMs,
     });
     this.deps.pool.notify();
     return { execution_id: job.execution_id, status: job.status, status_url: this.url(job, 'status') };
   }
 
-  /** The caller's own job; anyone else's is 404, like an unknown one. */
-  private async own(caller: Principal, executionId: string): Promise<JobRow> {
-    const job = await this.deps.repo.get(executionId);
+  /** The caller's own job (`known`: its row as this process knows it, else it is read); anyone else's is 404, like an unknown one. */
+  private async own(caller: Principal, executionId: string, known?: JobRow): Promise<JobRow> {
+    const job = known ?? (await this.deps.repo.get(executionId));
     if (!job || job.owner !== caller.identity) throw AppError.notFound(`No job ${executionId}`, 'JOB_NOT_FOUND');
     return job;
   }
@@ -98,9 +96,8 @@ export class JobsService {
 
   /** Status; with `wait` (seconds, at most 30) it answers as soon as the job leaves queued/running. */
   async status(caller: Principal, executionId: string, waitSeconds = 0) {
-    // A job that finished in this process moments ago is answered from memory (a finished row no longer changes).
-    const here = this.deps.pool.finishedHere(executionId);
-    let job = here && here.owner === caller.identity ? here : await this.own(caller, executionId);
+    // A job running in this process, or finished here moments ago, is answered from memory (a finished row no longer changes).
+    let job = await this.own(caller, executionId, this.deps.pool.knownHere(executionId));
     const deadline = Date.now() + Math.min(waitSeconds, MAX_WAIT_SECONDS) * 1000;
     while ((job.status === 'queued' || job.status === 'running') && Date.now() < deadline) {
       // A job that finishes in this process hands its final row to the waiter; otherwise re-read.
@@ -125,7 +122,7 @@ export class JobsService {
   }
 
   private async finished(caller: Principal, executionId: string): Promise<JobRow & { result_key: string }> {
-    const job = await this.own(caller, executionId);
+    const job = await this.own(caller, executionId, this.deps.pool.finishedHere(executionId));
     if (job.status === 'queued' || job.status === 'running') throw AppError.conflict(`Job ${executionId} is still ${job.status}; poll its status_url`, 'JOB_IN_PROGRESS');
     if (job.status !== 'succeeded' || !job.result_key) throw AppError.conflict(`Job ${executionId} ${job.status}; it has no results`, 'JOB_HAS_NO_RESULTS');
     return job as JobRow & { result_key: string };
@@ -135,7 +132,7 @@ export class JobsService {
   async results(caller: Principal, executionId: string, page: { num_rows: number; offset: number; verbose: boolean }) {
     const job = await this.finished(caller, executionId);
     const total = Number(job.row_count ?? 0);
-    const { columns, rows } = await this.deps.ingestor.readPage(await this.deps.blobs.localPath(job.result_key), page.offset, page.num_rows);
+    const { columns, rows } = await this.deps.ingestor.readPage(await this.deps.blobs.localPath(job.result_key), page.offset, page.num_rows, total);
     const next = page.offset + rows.length;
     const nextPage = rows.length > 0 && next < total ? `${this.url(job, 'results')}?num_rows=${page.num_rows}&offset=${next}${page.verbose ? '&verbose=true' : ''}` : null;
     return {

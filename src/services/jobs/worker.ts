@@ -39,13 +39,15 @@ const RECENT_MAX = 10_000;
  * Round trips per job: a submit in this process wakes the pool at once (notify), which claims as
  * many queued jobs as it has free slots in one statement (claim + start); the finish is one
  * statement whose row is handed to long-poll waiters in this process (waitLocal), so they need no
- * read of their own. Heartbeats cover only jobs running longer than one heartbeat interval (a job
- * is claimed with a fresh heartbeat), so short jobs cost none. The poll timer still claims jobs
- * submitted through other processes.
+ * read of their own; status and results of a job running or just finished here are answered from
+ * memory too (knownHere, finishedHere). Heartbeats cover only jobs running longer than one
+ * heartbeat interval (a job is claimed with a fresh heartbeat), so short jobs cost none. The poll
+ * timer still claims jobs submitted through other processes.
  */
 export class WorkerPool {
   readonly id = `worker_${crypto.randomBytes(6).toString('hex')}`;
-  private readonly running = new Map<string, { cancel(reason: 'cancelled' | 'timeout'): void; since: number }>();
+  /** Jobs running here: the row as claimed (in progress until this worker finishes it), and how to stop it. */
+  private readonly running = new Map<string, { row: JobRow; cancel(reason: 'cancelled' | 'timeout'): void; since: number }>();
   private readonly events = new EventEmitter();
   /** Jobs finished here lately (execution_id → final row), oldest first: answers waiters that subscribed late. */
   private readonly recent = new Map<string, { row: JobRow; at: number }>();
@@ -105,6 +107,14 @@ export class WorkerPool {
    */
   finishedHere(executionId: string): JobRow | undefined {
     return this.recent.get(executionId)?.row;
+  }
+
+  /**
+   * The job's row without a read when this process knows it: running here (as claimed: in progress
+   * until this worker finishes it) or finished here lately (finishedHere); else undefined.
+   */
+  knownHere(executionId: string): JobRow | undefined {
+    return this.running.get(executionId)?.row ?? this.finishedHere(executionId);
   }
 
   /**
@@ -179,12 +189,13 @@ export class WorkerPool {
   private run(job: JobRow) {
     const handle = this.runner.start(job);
     const timeout = setTimeout(() => handle.cancel('timeout'), job.timeout_ms);
-    this.running.set(job.execution_id, { cancel: (reason) => handle.cancel(reason), since: Date.now() });
+    this.running.set(job.execution_id, { row: job, cancel: (reason) => handle.cancel(reason), since: Date.now() });
     void handle.done
       .catch((error: unknown): JobOutcome => ({ status: 'failed', error: { code: 'INTERNAL_ERROR', message: error instanceof Error ? error.message : String(error) } }))
       .then(async (outcome) => {
         clearTimeout(timeout);
-        const row = await this.repo.finish(job.execution_id, this.id, outcome).catch(() => undefined);
+        const finished = await this.repo.finish(job.execution_id, this.id, outcome).catch(() => undefined);
+        const row = finished && { ...job, ...finished };
         this.running.delete(job.execution_id);
         if (row) this.remember(row);
         this.events.emit(job.execution_id, row);
