@@ -22,31 +22,36 @@ interface Range {
   /** The number of the range's first source row: tokens count delivered rows from here. */
   start: number;
   text: Buffer;
-  /** Where each row's JSON starts and ends in `text`. */
-  starts: number[];
-  ends: number[];
+  /** Where the newlines of `text` are: row r lies between newlines r and r + 1. */
+  newlines: Int32Array;
+  rows: number;
   /** Rows of this range already delivered. */
   taken: number;
 }
 
 /**
- * Where each row of a `[\n\t{…},\n\t{…}\n]` array starts and ends (rows hold no raw newline: JSON
- * escapes them). DuckDB writes no rows as `[\n\t\n]`.
+ * The newlines of a JSON array as DuckDB writes it: `[`, a line per row (tab, object, a comma but
+ * on the last), `]` (no rows is `[`, a tab, `]`). Rows hold no raw newline: JSON escapes them.
  */
-function rowsOf(text: Buffer): { starts: number[]; ends: number[] } {
-  const starts: number[] = [];
-  const ends: number[] = [];
-  // Line 0 is `[`; each later line is a row (tab, object, comma but the last) or the closing `]`.
-  for (let at = text.indexOf(10); at >= 0; ) {
-    const end = text.indexOf(10, at + 1);
-    const line = end < 0 ? text.length : end;
-    if (text[at + 1] === 9 && text[at + 2] === 123) {
-      starts.push(at + 2);
-      ends.push(text[line - 1] === 44 ? line - 1 : line);
+function rangeOf(start: number, text: Buffer): Range {
+  let newlines = new Int32Array(Math.max(16, text.length >> 6));
+  let n = 0;
+  for (let at = text.indexOf(10); at >= 0; at = text.indexOf(10, at + 1)) {
+    if (n === newlines.length) {
+      const grown = new Int32Array(n * 2);
+      grown.set(newlines);
+      newlines = grown;
     }
-    at = end;
+    newlines[n++] = at;
   }
-  return { starts, ends };
+  const rows = n >= 3 && text[newlines[0] + 2] === 123 ? n - 2 : 0;
+  return { start, text, newlines: newlines.subarray(0, n), rows, taken: 0 };
+}
+
+/** Rows `from` to `to` (exclusive) of a range, as JSON text joined by commas. */
+function rowsText(range: Range, from: number, to: number): Buffer {
+  const end = range.newlines[to];
+  return range.text.subarray(range.newlines[from] + 2, range.text[end - 1] === 44 ? end - 1 : end);
 }
 
 /** One page taken from a cursor: its rows' JSON in pieces (commas between them included), and the next page's $skiptoken. */
@@ -98,14 +103,14 @@ export class RangeCursor {
     const pieces: Buffer[] = [];
     for (let need = top; need > 0 && this.ranges.length > 0; ) {
       const range = this.ranges[0];
-      const n = Math.min(need, range.starts.length - range.taken);
+      const n = Math.min(need, range.rows - range.taken);
       if (n > 0) {
         if (pieces.length > 0) pieces.push(COMMA);
-        pieces.push(range.text.subarray(range.starts[range.taken], range.ends[range.taken + n - 1]));
+        pieces.push(rowsText(range, range.taken, range.taken + n));
         range.taken += n;
         need -= n;
       }
-      if (range.taken === range.starts.length) this.ranges.shift();
+      if (range.taken === range.rows) this.ranges.shift();
     }
     const first = this.ranges[0];
     const next = first ? `${first.start}.${first.taken}` : this.exhausted() ? undefined : String(this.session.rowNumber(this.file, this.row));
@@ -122,14 +127,14 @@ export class RangeCursor {
 
   /** Reads the next range in the background while fewer than a few pages' rows are left. */
   private readAhead(): void {
-    const buffered = this.ranges.reduce((n, r) => n + r.text.length - r.starts[r.taken], 0);
+    const buffered = this.ranges.reduce((n, r) => n + r.text.length - r.newlines[r.taken], 0);
     if (this.available() < READ_AHEAD_PAGES * this.top && buffered < READ_AHEAD_BYTES && !this.exhausted() && !this.reading && !this.failure) {
       void this.readNext().then(() => this.readAhead(), () => undefined);
     }
   }
 
   private available(): number {
-    return this.ranges.reduce((n, r) => n + r.starts.length - r.taken, 0);
+    return this.ranges.reduce((n, r) => n + r.rows - r.taken, 0);
   }
 
   private exhausted(): boolean {
@@ -157,10 +162,10 @@ export class RangeCursor {
     const relation = await this.session.fileRelation(file, row, to);
     const nonFinite = await this.session.nonFiniteColumns(file, shown.columns.filter((c) => c.type === 'FLOAT' || c.type === 'DOUBLE'));
     const text = await this.session.jsonArray(`SELECT ${jsonColumnsSql(shown.columns, nonFinite)} FROM (${all.sql(relation)})`, all.params.values);
-    const { starts, ends } = rowsOf(text);
-    const taken = Math.min(this.pass, starts.length);
-    this.pass -= taken;
-    if (taken < starts.length) this.ranges.push({ start: this.session.rowNumber(file, row), text, starts, ends, taken });
+    const range = rangeOf(this.session.rowNumber(file, row), text);
+    range.taken = Math.min(this.pass, range.rows);
+    this.pass -= range.taken;
+    if (range.taken < range.rows) this.ranges.push(range);
     this.rangeRows = clampRangeRows((RANGE_BYTES * (to - row)) / Math.max(1, text.length));
     [this.file, this.row] = to >= fileRows ? [file + 1, 0] : [file, to];
   }

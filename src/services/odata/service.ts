@@ -55,8 +55,9 @@ export function entityOf(dataset: Dataset): { properties: ODataColumn[]; columns
  * metadata describes. Authorization is decided here, through core/authz, for every dataset.
  */
 export class ODataService {
-  /** A snapshot's file list never changes; paging reads it once per page, so it is kept. */
+  /** Snapshots and their file lists never change; paging needs them for every page, so they are kept. */
   private readonly snapshotFiles = new LRUCache<number, DataFile[]>({ max: 1_000 });
+  private readonly snapshots = new LRUCache<number, Snapshot>({ max: 1_000 });
 
   constructor(private readonly deps: ODataServiceDeps) {}
 
@@ -145,9 +146,18 @@ export class ODataService {
   ): Promise<DatasetVersion> {
     const ref = refOf(dataset);
     // A dataset created but never committed reads as empty at @current; every other selector needs a snapshot.
-    const snapshot = selector.kind === 'current' && dataset.current_snapshot_id === null ? null : await this.deps.catalog.resolveSnapshotOf(dataset, selector);
+    const snapshot = selector.kind === 'current' && dataset.current_snapshot_id === null ? null : await this.snapshotOf(dataset, selector);
     const [files, tags] = snapshot ? await Promise.all([this.filesOf(snapshot), options.tags ? this.deps.catalog.listTags(dataset.dataset_id) : []]) : [[], []];
     return { ref, dataset, snapshot, files, tags: tags.filter((t) => t.snapshot_id === snapshot?.snapshot_id), role, policies };
+  }
+
+  /** The selected snapshot; @current is the dataset row's (just read), so its snapshot may come from memory. */
+  private async snapshotOf(dataset: Dataset, selector: SnapshotSelector): Promise<Snapshot> {
+    const known = selector.kind === 'current' ? this.snapshots.get(dataset.current_snapshot_id ?? -1) : undefined;
+    if (known?.dataset_id === dataset.dataset_id) return known;
+    const snapshot = await this.deps.catalog.resolveSnapshotOf(dataset, selector);
+    this.snapshots.set(snapshot.snapshot_id, snapshot);
+    return snapshot;
   }
 
   private async filesOf(snapshot: Snapshot): Promise<DataFile[]> {
