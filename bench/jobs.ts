@@ -13,7 +13,8 @@ import fsp from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
-import { freshDatabase, json, median, percentile, setUp, uploadParquet, type Api } from './lib/lake.ts';
+import { freshDatabase, median, percentile, setUp, uploadParquet, type Api } from './lib/lake.ts';
+import { closeConnections, requestJson } from './lib/http.ts';
 import { startServer } from './lib/server.ts';
 
 const ROWS = Number(process.env.BENCH_ROWS ?? 10_000_000);
@@ -123,15 +124,17 @@ interface JobStatus {
 }
 
 async function submit(api: Api, sql: string): Promise<string> {
-  const submitted = await json<{ execution_id: string }>(
-    await fetch(`${api.url}/jobs/api/v1/jobs`, { method: 'POST', headers: { ...api.auth, 'content-type': 'application/json' }, body: JSON.stringify({ sql_text: sql }) }),
-  );
+  const submitted = await requestJson<{ execution_id: string }>(`${api.url}/jobs/api/v1/jobs`, {
+    method: 'POST',
+    headers: { ...api.auth, 'content-type': 'application/json' },
+    body: JSON.stringify({ sql_text: sql }),
+  });
   return submitted.execution_id;
 }
 
 async function waitFor(api: Api, id: string): Promise<JobStatus> {
   for (;;) {
-    const status = await json<JobStatus>(await fetch(`${api.url}/jobs/api/v1/jobs/${id}/status?wait=30`, { headers: api.auth }));
+    const status = await requestJson<JobStatus>(`${api.url}/jobs/api/v1/jobs/${id}/status?wait=30`, { headers: api.auth });
     if (status.in_progress) continue;
     if (status.status !== 'succeeded') throw new Error(`job ${id} ${status.status}: ${JSON.stringify(status.error)}`);
     return status;
@@ -143,7 +146,7 @@ async function roundTrip(api: Api, sql: string, expectFirst?: unknown[]): Promis
   const start = performance.now();
   const id = await submit(api, sql);
   await waitFor(api, id);
-  const page = await json<{ data: unknown[][] }>(await fetch(`${api.url}/jobs/api/v1/jobs/${id}/results?num_rows=100`, { headers: api.auth }));
+  const page = await requestJson<{ data: unknown[][] }>(`${api.url}/jobs/api/v1/jobs/${id}/results?num_rows=100`, { headers: api.auth });
   const elapsed = performance.now() - start;
   if (expectFirst && JSON.stringify(page.data[0]) !== JSON.stringify(expectFirst)) throw new Error(`job ${id}: first row ${JSON.stringify(page.data[0])}, expected ${JSON.stringify(expectFirst)}`);
   return elapsed;
@@ -153,6 +156,7 @@ async function roundTrip(api: Api, sql: string, expectFirst?: unknown[]): Promis
 async function throughput(api: Api, clients: number, seconds: number) {
   const deadline = performance.now() + seconds * 1000;
   const start = performance.now();
+  const cpu = process.cpuUsage();
   const latencies: number[] = [];
   await Promise.all(
     Array.from({ length: clients }, async (_, client) => {
@@ -164,7 +168,9 @@ async function throughput(api: Api, clients: number, seconds: number) {
     }),
   );
   const elapsed = (performance.now() - start) / 1000;
-  return { jobs: latencies.length, elapsed, perSecond: latencies.length / elapsed, median: median(latencies), p95: percentile(latencies, 0.95) };
+  const used = process.cpuUsage(cpu);
+  const clientCpuMs = (used.user + used.system) / 1000 / latencies.length;
+  return { jobs: latencies.length, elapsed, perSecond: latencies.length / elapsed, median: median(latencies), p95: percentile(latencies, 0.95), clientCpuMs };
 }
 
 async function rawDuckDb(files: string[]) {
@@ -281,7 +287,7 @@ export async function run(): Promise<void> {
         `    point lookup on the dataset (SELECT id … WHERE id = 0), same round trip: median ${ms(median(datasetLatencies))}, p95 ${ms(percentile(datasetLatencies, 0.95))} (20 runs)\n` +
         `(a) ${CLIENTS} concurrent clients, SELECT <n>: ${tp.jobs} jobs in ${tp.elapsed.toFixed(1)} s = ${tp.perSecond.toFixed(1)} jobs/s ` +
         `(per job median ${ms(tp.median)}, p95 ${ms(tp.p95)}; 1-min load ${loadAtThroughput.toFixed(2)} at start) — target >= ${TARGET.jobsPerSecond} jobs/s: ${verdict(tp.perSecond >= TARGET.jobsPerSecond)}\n` +
-        `    ${cpuPerJob(cpuBeforeThroughput, cpuAfterThroughput, tp.jobs)}; sandbox pool hit rate ${hitRate(tp.jobs, enginesThroughput)}\n` +
+        `    ${cpuPerJob(cpuBeforeThroughput, cpuAfterThroughput, tp.jobs)}; client CPU per job ${ms(tp.clientCpuMs)}; sandbox pool hit rate ${hitRate(tp.jobs, enginesThroughput)}\n` +
         `(b) ${AGGREGATE}\n` +
         `    service submit -> succeeded: median ${ms(service)} (worker running_ms median ${ms(median(serviceRunningMs))}); runs ${serviceMs.map((v) => v.toFixed(0)).join(', ')}\n` +
         `    raw DuckDB (threads=2, read_parquet of the same files): median ${ms(rawMedian)}; runs ${rawMs.map((v) => v.toFixed(0)).join(', ')}\n` +
@@ -289,6 +295,7 @@ export async function run(): Promise<void> {
         `peak server memory (VmHWM): ${mb(peak)} (${mb(peakAtStart)} once started, ${mb(peakAfterUpload)} after the upload, ${mb(peakAfterOverhead)} after (a))\n`,
     );
   } finally {
+    closeConnections();
     engines?.close();
     await server?.stop();
     await database?.drop();

@@ -4,10 +4,10 @@
 //  (a) full pages ($top=25000) of a filter and a select, following @odata.nextLink to the end;
 //  (b) an $apply groupby with aggregates vs the same GROUP BY written to JSON by DuckDB.
 import fsp from 'node:fs/promises';
-import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
+import { closeConnections, request } from './lib/http.ts';
 import { startServer } from './lib/server.ts';
 import { json, median, setUp, uploadParquet, type Api } from './lib/lake.ts';
 
@@ -34,30 +34,16 @@ async function makeParquet(file: string) {
 
 /**
  * How pages are fetched (BENCH_CLIENT). The client shares the machine's two cores with the server:
- * - `http` (default): Node's http.request over a keep-alive agent, the body kept as bytes;
- * - `fetch`: fetch() and response.text(), as a script would.
+ * - `http` (default): Node's http.request over a keep-alive agent (bench/lib/http.ts);
+ * - `fetch`: fetch(), as a script would (about twice the client's CPU).
  */
 const CLIENT = (process.env.BENCH_CLIENT ?? 'http') as 'http' | 'fetch';
 if (!['http', 'fetch'].includes(CLIENT)) throw new Error(`BENCH_CLIENT must be http or fetch, not ${CLIENT}`);
-const agent = new http.Agent({ keepAlive: true });
 
 async function get(url: string, headers: Record<string, string>): Promise<Buffer> {
-  if (CLIENT === 'fetch') {
-    const response = await fetch(url, { headers });
-    const body = Buffer.from(await response.arrayBuffer());
-    if (!response.ok) throw new Error(`${response.status} ${body.toString()}`);
-    return body;
-  }
-  return new Promise((resolve, reject) => {
-    http
-      .get(url, { headers, agent }, (response) => {
-        const chunks: Buffer[] = [];
-        response.on('data', (d: Buffer) => chunks.push(d));
-        response.on('end', () => (response.statusCode === 200 ? resolve(Buffer.concat(chunks)) : reject(new Error(`${response.statusCode} ${Buffer.concat(chunks)}`))));
-        response.on('error', reject);
-      })
-      .on('error', reject);
-  });
+  const { status, body } = CLIENT === 'fetch' ? await fetch(url, { headers }).then(async (r) => ({ status: r.status, body: Buffer.from(await r.arrayBuffer()) })) : await request(url, { headers });
+  if (status !== 200) throw new Error(`${status} ${body.toString()}`);
+  return body;
 }
 
 function occurrences(body: Buffer, needle: Buffer): number {
@@ -174,7 +160,7 @@ export async function run(): Promise<void> {
     ];
     process.stdout.write(`${out.join('\n')}\n`);
   } finally {
-    agent.destroy();
+    closeConnections();
     await server?.stop();
     await fsp.rm(dir, { recursive: true, force: true });
   }
