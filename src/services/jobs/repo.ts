@@ -1,11 +1,13 @@
-import { sql, type Insertable, type Selectable } from 'kysely';
-import type { Db, JobError, JobsTable, VariablesTable } from '../../core/db/index.ts';
+import { sql, type InsertObject, type Insertable, type Selectable } from 'kysely';
+import type { Database, Db, JobError, JobsTable, VariablesTable } from '../../core/db/index.ts';
 import type { ParamValue } from './service.ts';
 
 export type JobRow = Selectable<JobsTable>;
 /** What a finish changes on a job's row. */
 export type FinishedColumns = Pick<JobRow, 'status' | 'error' | 'result_key' | 'row_count' | 'columns' | 'finished_at'>;
 export type VariableRow = Selectable<VariablesTable>;
+/** A job as submitted: its request parameters (saved variables are merged in by the insert). */
+export type NewJob = Omit<Insertable<JobsTable>, 'parameters' | 'status'> & { parameters: Record<string, ParamValue> };
 
 export const IN_PROGRESS = ['queued', 'running'] as const;
 
@@ -20,13 +22,20 @@ export class JobRepo {
    * Queues a job in one statement: its parameters are the owner's saved variables overridden by
    * `parameters` (read inside the insert, so no separate read of the variables).
    */
-  async enqueue(row: Omit<Insertable<JobsTable>, 'parameters' | 'status'> & { parameters: Record<string, ParamValue> }): Promise<Pick<JobRow, 'execution_id' | 'status'>> {
+  async enqueue(row: NewJob): Promise<Pick<JobRow, 'execution_id' | 'status'>> {
+    return this.db.kysely.insertInto('jobs').values(this.newJob(row, { status: 'queued' })).returning(['execution_id', 'status']).executeTakeFirstOrThrow();
+  }
+
+  /** As enqueue, but the job is inserted already claimed by `workerId` (running, as claim() leaves it): one statement instead of two. */
+  async enqueueClaimed(row: NewJob, workerId: string): Promise<JobRow> {
+    const now = new Date();
+    const claimed = { status: 'running' as const, worker_id: workerId, started_at: now, heartbeat_at: now, attempts: 1 };
+    return this.db.kysely.insertInto('jobs').values(this.newJob(row, claimed)).returningAll().executeTakeFirstOrThrow();
+  }
+
+  private newJob(row: NewJob, state: Pick<Insertable<JobsTable>, 'status'> & Partial<Insertable<JobsTable>>): InsertObject<Database, 'jobs'> {
     const saved = sql`coalesce((SELECT jsonb_object_agg(name, value) FROM variables WHERE owner = ${row.owner}), '{}'::jsonb)`;
-    return this.db.kysely
-      .insertInto('jobs')
-      .values({ ...row, status: 'queued', parameters: sql`${saved} || ${JSON.stringify(row.parameters)}::jsonb` })
-      .returning(['execution_id', 'status'])
-      .executeTakeFirstOrThrow();
+    return { ...row, ...state, parameters: sql`${saved} || ${JSON.stringify(row.parameters)}::jsonb` };
   }
 
   get(executionId: string): Promise<JobRow | undefined> {

@@ -54,7 +54,7 @@ export class JobsService {
     if (ran) return { execution_id: ran.execution_id, status: ran.status, status_url: this.url(ran, 'status') };
     const refusal = await this.deps.refuseExternalReads?.(caller, input.sql_text);
     if (refusal) throw refusal;
-    const job = await this.deps.repo.enqueue({
+    const job = {
       execution_id: newId('job'),
       owner: caller.identity,
       sql_text: input.sql_text,
@@ -63,9 +63,23 @@ export class JobsService {
       client_info: input.client_info ? JSON.stringify(input.client_info) : null,
       permissions: JSON.stringify(caller.permissions),
       timeout_ms: this.deps.timeoutMs,
-    });
-    this.deps.pool.notify();
-    return { execution_id: job.execution_id, status: job.status, status_url: this.url(job, 'status') };
+    };
+    const { pool, repo } = this.deps;
+    if (!pool.reserve()) {
+      const queued = await repo.enqueue(job);
+      pool.notify();
+      return { execution_id: queued.execution_id, status: queued.status, status_url: this.url(queued, 'status') };
+    }
+    // A worker of this process is free and nothing waits ahead: the job starts as it is inserted.
+    let running: JobRow;
+    try {
+      running = await repo.enqueueClaimed(job, pool.id);
+    } catch (error) {
+      pool.release();
+      throw error;
+    }
+    pool.adopt(running);
+    return { execution_id: running.execution_id, status: running.status, status_url: this.url(running, 'status') };
   }
 
   /** The caller's own job (`known`: its row as this process knows it, else it is read); anyone else's is 404, like an unknown one. */

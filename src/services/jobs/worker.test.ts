@@ -93,6 +93,31 @@ describe('worker round trips', () => {
     expect(repo.calls).toMatchObject({ claim: 2, finish: 1, anyQueued: 0, heartbeat: 0 });
   });
 
+  it('runs a job submitted into a free slot without a claim, and promises no slot it does not have', async () => {
+    const repo = new FakeRepo();
+    const run = runner(100);
+    const pool = start(repo, run, { concurrency: 2 });
+    await settle();
+    const claimsAtStart = repo.calls.claim;
+    // Nothing queued, both slots free: a submit may insert its job already claimed.
+    expect(pool.reserve()).toBe(true);
+    expect(pool.reserve()).toBe(true);
+    expect(pool.reserve()).toBe(false); // both slots promised
+    pool.release();
+    const row = Object.assign(repo.add('slow-direct'), { status: 'running' });
+    repo.queued.length = 0; // inserted claimed, never queued
+    pool.adopt(row);
+    expect(run.started).toEqual(['slow-direct']);
+    expect(pool.knownHere('slow-direct')?.status).toBe('running');
+    expect((await pool.waitLocal('slow-direct', 5_000))?.status).toBe('succeeded');
+    expect(repo.calls.claim).toBe(claimsAtStart);
+    // A queued job may be waiting (a submit that could not reserve woke the pool): no jumping ahead.
+    repo.add('queued-one');
+    pool.notify();
+    expect(pool.reserve()).toBe(false);
+    expect((await pool.waitLocal('queued-one', 5_000))?.status).toBe('succeeded');
+  });
+
   it('claims as many jobs as it has free slots in one statement, and the rest as slots free up', async () => {
     const repo = new FakeRepo();
     for (const id of ['s1', 's2', 's3', 's4', 's5']) repo.add(`slow-${id}`);

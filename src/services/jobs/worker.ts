@@ -36,8 +36,9 @@ const RECENT_MAX = 10_000;
  * `FOR UPDATE SKIP LOCKED`, so any number of processes can share one queue; heartbeats let any of
  * them re-queue (or fail) the jobs of a worker that died.
  *
- * Round trips per job: a submit in this process wakes the pool at once (notify), which claims as
- * many queued jobs as it has free slots in one statement (claim + start); the finish is one
+ * Round trips per job: a job submitted here while a slot is free and nothing is queued is inserted
+ * already claimed and runs at once (reserve, adopt); otherwise the submit wakes the pool (notify),
+ * which claims as many queued jobs as it has free slots in one statement (claim + start); the finish is one
  * statement whose row is handed to long-poll waiters in this process (waitLocal), so they need no
  * read of their own; status and results of a job running or just finished here are answered from
  * memory too (knownHere, finishedHere). Heartbeats cover only jobs running longer than one
@@ -64,6 +65,8 @@ export class WorkerPool {
   private mayHaveQueued = true;
   /** Bumped whenever something may have queued a job, so a claim that started before does not clear mayHaveQueued. */
   private queueEpoch = 0;
+  /** Slots promised to jobs being submitted here (reserve, then adopt or release). */
+  private reserved = 0;
 
   constructor(
     private readonly repo: JobRepo,
@@ -92,6 +95,31 @@ export class WorkerPool {
     while (this.running.size > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
     for (const handle of this.running.values()) handle.cancel('cancelled');
     await this.runner.close?.();
+  }
+
+  /**
+   * A free slot for a job being submitted here, when one is free and no job is known to be queued
+   * ahead of it: the job is then inserted already claimed by this pool (one statement instead of an
+   * insert and a claim) and handed over with adopt(); release() if the insert fails.
+   */
+  reserve(): boolean {
+    if (this.stopped || this.claiming || this.mayHaveQueued || this.busy() >= this.options.concurrency) return false;
+    this.reserved++;
+    return true;
+  }
+
+  /** Runs a job inserted already claimed by this pool, in the slot reserve() promised. */
+  adopt(job: JobRow) {
+    this.reserved--;
+    this.run(job);
+  }
+
+  release() {
+    this.reserved--;
+  }
+
+  private busy() {
+    return this.running.size + this.reserved;
   }
 
   /** Wakes the pool now (a job was just submitted here). */
@@ -144,7 +172,7 @@ export class WorkerPool {
 
   /** The timer: jobs submitted through other processes (or re-queued) show up here. A cheap read first when nothing is expected. */
   private async poll() {
-    if (this.stopped || this.claiming || this.running.size >= this.options.concurrency) return;
+    if (this.stopped || this.claiming || this.busy() >= this.options.concurrency) return;
     if (!this.mayHaveQueued) {
       try {
         if (!(await this.repo.anyQueued())) return;
@@ -168,8 +196,8 @@ export class WorkerPool {
     try {
       do {
         this.wokenWhileClaiming = false;
-        while (!this.stopped && this.mayHaveQueued && this.running.size < this.options.concurrency) {
-          const free = this.options.concurrency - this.running.size;
+        while (!this.stopped && this.mayHaveQueued && this.busy() < this.options.concurrency) {
+          const free = this.options.concurrency - this.busy();
           const epoch = this.queueEpoch;
           const jobs = await this.repo.claim(this.id, free);
           for (const job of jobs) this.run(job);
