@@ -1,160 +1,12 @@
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { PassThrough, Writable } from 'node:stream';
-import { parse } from 'csv-parse/sync';
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { CLIENT_ID, CLIENT_SECRET, FakeUploadServer } from '../../test/fake-upload-server.ts';
 import { formatTable, uploadCommand, type UploadIO } from './upload.ts';
-
-// ---------------------------------------------------------------------------------------------------
-// A small fake of the upload API (node:http).
-// ---------------------------------------------------------------------------------------------------
-
-interface Recorded {
-  method: string;
-  path: string;
-  headers: http.IncomingHttpHeaders;
-  json?: any;
-  contract?: any;
-  samples?: { name: string; text: string }[];
-  sha256?: string;
-}
-
-const PLAN = [
-  { column: 'id', action: 'keep', source_type: 'BIGINT', target_type: 'BIGINT', nullable: false },
-  { column: 'qty', action: 'cast', source_type: 'VARCHAR', target_type: 'INTEGER', nullable: true },
-  { column: 'note', action: 'keep', source_type: 'VARCHAR', target_type: 'VARCHAR', nullable: true },
-];
-
-class FakeUploadServer {
-  server!: http.Server;
-  url = '';
-  requests: Recorded[] = [];
-  /** Overrides merged into the negotiated contract (state, plan, issues, …). */
-  contract: Record<string, unknown> = {};
-  refuseWrite?: Record<string, unknown>;
-  dropCommits = 0;
-  #contracts = new Map<string, any>();
-  #commits = new Map<string, any>();
-
-  async start() {
-    this.server = http.createServer((req, res) => {
-      this.#handle(req, res).catch((error) => {
-        res.writeHead(500, { 'content-type': 'application/json' });
-        res.end(JSON.stringify({ detail: String(error), code: 'FAKE_ERROR' }));
-      });
-    });
-    await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
-    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
-  }
-
-  stop() {
-    this.server.closeAllConnections();
-    return new Promise<void>((resolve) => this.server.close(() => resolve()));
-  }
-
-  calls() {
-    return this.requests.filter((r) => r.path !== '/auth/token').map((r) => `${r.method} ${r.path}`);
-  }
-
-  async #handle(req: http.IncomingMessage, res: http.ServerResponse) {
-    const url = new URL(req.url ?? '/', 'http://fake');
-    const send = (status: number, body?: unknown) => {
-      res.writeHead(status, body === undefined ? {} : { 'content-type': 'application/json' });
-      res.end(body === undefined ? undefined : JSON.stringify(body));
-    };
-    const recorded: Recorded = { method: req.method ?? '', path: url.pathname, headers: req.headers };
-    this.requests.push(recorded);
-    if (url.pathname === '/auth/token') {
-      const form = new URLSearchParams((await readAll(req)).toString());
-      if (form.get('client_id') !== 'svc' || form.get('client_secret') !== 'secret') return send(401, { detail: 'wrong secret', code: 'INVALID_CLIENT' });
-      return send(200, { access_token: 'at-1', expires_in: 900, refresh_token: 'rt-1' });
-    }
-    if (req.headers.authorization !== 'Bearer at-1') return send(401, { detail: 'invalid token', code: 'INVALID_TOKEN' });
-
-    if (url.pathname === '/upload/v2/contracts' && req.method === 'POST') {
-      const form = await new Request('http://fake/', { method: 'POST', headers: { 'content-type': req.headers['content-type'] ?? '' }, body: new Uint8Array(await readAll(req)) }).formData();
-      recorded.contract = JSON.parse(String(form.get('contract')));
-      recorded.samples = await Promise.all(form.getAll('sample').map(async (s) => ({ name: (s as File).name, text: await (s as File).text() })));
-      const mode = recorded.contract.schema.mode === 'auto' ? 'infer' : recorded.contract.schema.mode;
-      const doc = {
-        contract_id: 'ct_1',
-        state: mode === 'infer' ? 'proposed' : 'accepted',
-        mode,
-        requested_mode: recorded.contract.schema.mode,
-        destination: recorded.contract.destination,
-        plan: PLAN,
-        issues: [{ severity: 'warning', code: 'NULLS_FOUND', column: 'note', file: 'orders.csv', message: 'empty values become NULL' }],
-        values: { id: 1, qty: '3', note: 'x' },
-        schema_fingerprint: 'fp-1',
-        expires_at: '2030-01-01T00:00:00Z',
-        written: [],
-        totals: { files: 0, rows: 0, bytes: 0 },
-        ...this.contract,
-      };
-      this.#contracts.set(doc.contract_id, doc);
-      return send(201, doc);
-    }
-    const match = /^\/upload\/v2\/contracts\/([^/]+)(?:\/(accept|data|commit))?$/.exec(url.pathname);
-    const contract = match ? this.#contracts.get(match[1]) : undefined;
-    if (!contract) {
-      await readAll(req);
-      return send(404, { detail: 'contract not found', code: 'CONTRACT_NOT_FOUND' });
-    }
-    const action = match![2];
-    if (!action && req.method === 'DELETE') {
-      this.#contracts.delete(contract.contract_id);
-      return send(204);
-    }
-    if (!action && req.method === 'PATCH') {
-      recorded.json = JSON.parse((await readAll(req)).toString());
-      return send(200, contract);
-    }
-    if (action === 'accept') {
-      recorded.json = JSON.parse((await readAll(req)).toString());
-      if (recorded.json.schema_fingerprint !== contract.schema_fingerprint) return send(409, { detail: 'fingerprint differs', code: 'FINGERPRINT_MISMATCH' });
-      contract.state = 'accepted';
-      return send(200, contract);
-    }
-    if (action === 'data') {
-      const body = await readAll(req);
-      recorded.sha256 = createHash('sha256').update(body).digest('hex');
-      if (contract.state !== 'accepted') return send(409, { detail: 'contract is not accepted', code: 'CONTRACT_NOT_ACCEPTED' });
-      if (this.refuseWrite) return send(409, this.refuseWrite);
-      const rows = (parse(body, { columns: true }) as unknown[]).length;
-      contract.written.push({ file: req.headers['x-file-name'], format: 'csv', rows, bytes: body.length, source_bytes: body.length });
-      contract.totals = { files: contract.written.length, rows: contract.totals.rows + rows, bytes: contract.totals.bytes + body.length };
-      return send(200, { contract_id: contract.contract_id, written: contract.written, totals: contract.totals });
-    }
-    if (action === 'commit') {
-      const body = await readAll(req);
-      recorded.json = body.length ? JSON.parse(body.toString()) : undefined;
-      if (this.dropCommits > 0) {
-        this.dropCommits -= 1;
-        req.socket.destroy();
-        return;
-      }
-      const key = String(req.headers['idempotency-key']);
-      if (!this.#commits.has(key)) {
-        this.#commits.set(key, { contract_id: contract.contract_id, state: 'committed', snapshot: { snapshot_id: 'snap_7' }, rows_written: contract.totals.rows, dataset: contract.destination });
-      }
-      return send(200, this.#commits.get(key));
-    }
-    return send(405, { detail: 'method not allowed', code: 'METHOD_NOT_ALLOWED' });
-  }
-}
-
-async function readAll(req: http.IncomingMessage): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of req) chunks.push(chunk as Buffer);
-  return Buffer.concat(chunks);
-}
-
-// ---------------------------------------------------------------------------------------------------
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lakeport-upload-cli-'));
 afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
@@ -165,7 +17,7 @@ fs.writeFileSync(MORE, 'id,qty,note\n4,1,y\n');
 
 let fake: FakeUploadServer;
 beforeEach(async () => {
-  fake = new FakeUploadServer();
+  fake = new FakeUploadServer({ invalidClientDetail: 'wrong secret', firstSnapshot: 7 });
   await fake.start();
 });
 afterEach(() => fake.stop());
@@ -191,7 +43,7 @@ async function run(args: string[], options: { isTTY?: boolean; input?: string; e
     stderr: stderr.stream,
     stdin,
     isTTY: options.isTTY ?? false,
-    env: options.env ?? { LAKEPORT_URL: fake.url, LAKEPORT_CLIENT_ID: 'svc', LAKEPORT_CLIENT_SECRET: 'secret' },
+    env: options.env ?? { LAKEPORT_URL: fake.url, LAKEPORT_CLIENT_ID: CLIENT_ID, LAKEPORT_CLIENT_SECRET: CLIENT_SECRET },
     retryBackoffMs: 5,
   };
   const code = await uploadCommand(args, io);
@@ -228,13 +80,13 @@ describe('lakeport upload', () => {
       'POST /upload/v2/contracts/ct_1/commit',
     ]);
     const [negotiate, accept, first, second, commit] = fake.requests.filter((r) => r.path !== '/auth/token');
-    expect(negotiate.contract).toEqual({ destination: 'sales.raw.orders', schema: { mode: 'auto' }, format: { type: 'csv' } });
-    expect(negotiate.samples!.map((s) => s.name)).toEqual(['orders.csv', 'more.csv']);
-    expect(negotiate.samples![0].text).toBe(fs.readFileSync(ORDERS, 'utf8'));
+    expect(negotiate.form!.contract).toEqual({ destination: 'sales.raw.orders', schema: { mode: 'auto' }, format: { type: 'csv' } });
+    expect(negotiate.form!.samples.map((s) => s.name)).toEqual(['orders.csv', 'more.csv']);
+    expect(negotiate.form!.samples[0].bytes.toString()).toBe(fs.readFileSync(ORDERS, 'utf8'));
     expect(accept.json).toEqual({ schema_fingerprint: 'fp-1' });
     expect([first.headers['x-file-name'], second.headers['x-file-name']]).toEqual(['orders.csv', 'more.csv']);
     expect(first.headers['content-length']).toBe(String(fs.statSync(ORDERS).size));
-    expect(first.sha256).toBe(createHash('sha256').update(fs.readFileSync(ORDERS)).digest('hex'));
+    expect(first.data!.sha256).toBe(createHash('sha256').update(fs.readFileSync(ORDERS)).digest('hex'));
     expect(commit.json).toEqual({ message: 'first load' });
     expect(commit.headers['idempotency-key']).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
     // Not a terminal: one progress line per file, no redraws.
@@ -296,8 +148,8 @@ describe('lakeport upload', () => {
   it('does not ask when the contract is already accepted (declared columns)', async () => {
     const result = await run([ORDERS, '--to', 'sales.raw.orders', '--mode', 'declared', '--column', 'id=BIGINT NOT NULL', '--column', 'qty=INTEGER', '--column', 'note=VARCHAR']);
     expect(result.code).toBe(0);
-    const negotiate = fake.requests.find((r) => r.contract)!;
-    expect(negotiate.contract.schema).toEqual({
+    const negotiate = fake.requests.find((r) => r.form)!;
+    expect(negotiate.form!.contract.schema).toEqual({
       mode: 'declared',
       columns: [
         { name: 'id', type: 'BIGINT', nullable: false },
@@ -336,9 +188,9 @@ describe('lakeport upload', () => {
     const semi = path.join(dir, 'semi.txt');
     fs.writeFileSync(semi, 'id;qty\n1;2\n');
     await run([semi, '--to', 'a.b.c', '--accept', '--format', 'csv', '--delimiter', ';']);
-    const [first, second] = fake.requests.filter((r) => r.contract);
-    expect(first.contract.format).toEqual({ type: 'csv', delimiter: '\t' });
-    expect(second.contract.format).toEqual({ type: 'csv', delimiter: ';' });
+    const [first, second] = fake.requests.filter((r) => r.form);
+    expect(first.form!.contract.format).toEqual({ type: 'csv', delimiter: '\t' });
+    expect(second.form!.contract.format).toEqual({ type: 'csv', delimiter: ';' });
     const writes = fake.requests.filter((r) => r.path.endsWith('/data'));
     expect(writes.map((w) => w.headers['content-type'])).toEqual(['text/csv', 'text/csv']);
   });
@@ -354,7 +206,7 @@ describe('lakeport upload', () => {
     result = await run([ORDERS, '--to', 'sales.raw.orders'], { env: { LAKEPORT_URL: fake.url } });
     expect(result).toMatchObject({ code: 1, stderr: 'lakeport: no credentials: set LAKEPORT_CLIENT_ID and LAKEPORT_CLIENT_SECRET, or LAKEPORT_TOKEN\n' });
 
-    result = await run([ORDERS, '--to', 'sales.raw.orders'], { env: { LAKEPORT_URL: fake.url, LAKEPORT_CLIENT_ID: 'svc', LAKEPORT_CLIENT_SECRET: 'bad' } });
+    result = await run([ORDERS, '--to', 'sales.raw.orders'], { env: { LAKEPORT_URL: fake.url, LAKEPORT_CLIENT_ID: CLIENT_ID, LAKEPORT_CLIENT_SECRET: 'bad' } });
     expect(result).toMatchObject({ code: 1, stderr: 'lakeport: wrong secret (INVALID_CLIENT)\n' });
   });
 
@@ -380,7 +232,7 @@ describe('formatTable', () => {
 describe('npx lakeport upload (the real binary)', () => {
   it('is wired into the CLI and reads its environment', async () => {
     const bin = path.resolve(import.meta.dirname, '../../bin/lakeport.js');
-    const env = { ...process.env, LAKEPORT_URL: fake.url, LAKEPORT_CLIENT_ID: 'svc', LAKEPORT_CLIENT_SECRET: 'secret' };
+    const env = { ...process.env, LAKEPORT_URL: fake.url, LAKEPORT_CLIENT_ID: CLIENT_ID, LAKEPORT_CLIENT_SECRET: CLIENT_SECRET };
     const result = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
       const child = execFile('node', [bin, 'upload', ORDERS, '--to', 'sales.raw.orders', '--accept'], { env, timeout: 60_000 }, (error, stdout, stderr) =>
         resolve({ code: error ? (error.code as number) : 0, stdout, stderr }),
