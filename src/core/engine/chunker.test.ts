@@ -107,23 +107,18 @@ describe('splitIntoChunks', () => {
     await expect(split('id\n1\n2\n3\n', { maxBytes: 5 }, [2, 4])).rejects.toThrow('too large');
     let keep = true;
     const chunks: number[] = [];
-    const dir = path.join(root.dir, `d${n++}`);
-    fs.mkdirSync(dir);
-    const size = await splitIntoChunks(body(Buffer.from('id\n1,aaaaaaaaaaa\n2,bbbbbbbbbbbb\n3,c\n'), [14, 20, 28]), {
-      dir,
-      ext: '.csv',
-      records: 'csv',
-      dialect: csvDialect({}),
-      header: true,
-      chunkBytes: 10,
-      maxBytes: 1 << 20,
-      tooLarge: () => new Error('too large'),
-      keep: () => keep,
-      onChunk: (c) => {
-        chunks.push(c.index);
-        keep = false;
+    const { size } = await split(
+      'id\n1,aaaaaaaaaaa\n2,bbbbbbbbbbbb\n3,c\n',
+      {
+        maxBytes: 1 << 20,
+        keep: () => keep,
+        onChunk: (c) => {
+          chunks.push(c.index);
+          keep = false;
+        },
       },
-    });
+      [14, 20, 28],
+    );
     expect(size).toBe(36);
     expect(chunks).toEqual([0]);
   });
