@@ -7,9 +7,9 @@ import fsp from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
-import { closeConnections, request } from './lib/http.ts';
+import { PageReader, type Client } from './lib/page-reader.ts';
 import { startServer } from './lib/server.ts';
-import { json, median, setUp, uploadParquet, type Api } from './lib/lake.ts';
+import { freshDatabase, median, setUp, uploadParquet, type Api } from './lib/lake.ts';
 
 const ROWS = Number(process.env.BENCH_ROWS ?? 1_000_000);
 const RUNS = 3;
@@ -37,48 +37,10 @@ async function makeParquet(file: string) {
  * - `http` (default): Node's http.request over a keep-alive agent (bench/lib/http.ts);
  * - `fetch`: fetch(), as a script would (about twice the client's CPU).
  */
-const CLIENT = (process.env.BENCH_CLIENT ?? 'http') as 'http' | 'fetch';
+const CLIENT = (process.env.BENCH_CLIENT ?? 'http') as Client;
 if (!['http', 'fetch'].includes(CLIENT)) throw new Error(`BENCH_CLIENT must be http or fetch, not ${CLIENT}`);
 
-async function get(url: string, headers: Record<string, string>): Promise<Buffer> {
-  const { status, body } = CLIENT === 'fetch' ? await fetch(url, { headers }).then(async (r) => ({ status: r.status, body: Buffer.from(await r.arrayBuffer()) })) : await request(url, { headers });
-  if (status !== 200) throw new Error(`${status} ${body.toString()}`);
-  return body;
-}
-
-function occurrences(body: Buffer, needle: Buffer): number {
-  let n = 0;
-  for (let at = body.indexOf(needle); at >= 0; at = body.indexOf(needle, at + needle.length)) n++;
-  return n;
-}
-
-const NEXT_LINK = /"@odata\.nextLink":"([^"]+)"\}$/;
-
-/**
- * Reads every page of `query`, following nextLink: pages, bytes, seconds and the client's CPU time.
- * Like a streaming client it never builds rows as objects; it takes nextLink from the end of each
- * page. With `rowStart` it also counts the rows (each row of this $select starts with `{"id":`,
- * $apply rows with `{"category":`) — a check the timed reads leave out, as counting costs the client
- * (which shares the server's two cores) about as much CPU as receiving.
- */
-async function readAll(api: Api, query: string, rowStart?: string): Promise<{ rows?: number; pages: number; seconds: number; bytes: number; clientCpuMs: number }> {
-  const start = performance.now();
-  const cpu = process.cpuUsage();
-  const needle = rowStart === undefined ? undefined : Buffer.from(rowStart);
-  let url: string | undefined = `${api.url}/odata/api/v4/bench/orders/daily?${query}`;
-  let rows = 0;
-  let pages = 0;
-  let bytes = 0;
-  while (url) {
-    const body = await get(url, api.auth);
-    bytes += body.length;
-    if (needle) rows += occurrences(body, needle);
-    pages++;
-    url = NEXT_LINK.exec(body.toString('latin1', Math.max(0, body.length - 4096)))?.[1];
-  }
-  const used = process.cpuUsage(cpu);
-  return { rows: needle ? rows : undefined, pages, seconds: (performance.now() - start) / 1000, bytes, clientCpuMs: (used.user + used.system) / 1000 };
-}
+const rowsUrl = (api: Api, query: string) => `${api.url}/odata/api/v4/bench/orders/daily?${query}`;
 
 async function rawDuckDb(file: string, dir: string) {
   const db = await DuckDBInstance.create(':memory:', { threads: '2' });
@@ -103,11 +65,15 @@ async function rawDuckDb(file: string, dir: string) {
 export async function run(): Promise<void> {
   const dir = await fsp.mkdtemp(path.join(os.tmpdir(), 'lakeport-odata-bench-'));
   let server: Awaited<ReturnType<typeof startServer>> | undefined;
+  // With DATABASE_URL, a database of this run's own (dropped afterwards), never the one it names.
+  let database: Awaited<ReturnType<typeof freshDatabase>> | undefined;
+  const reader = new PageReader();
   try {
     const file = path.join(dir, 'orders.parquet');
     process.stderr.write(`generating ${ROWS.toLocaleString()} rows of Parquet...\n`);
     await makeParquet(file);
-    server = await startServer({ env: { LAKEPORT_ACCESS_TOKEN_TTL_SECONDS: '7200' } });
+    if (process.env.DATABASE_URL) database = await freshDatabase(process.env.DATABASE_URL);
+    server = await startServer({ env: { LAKEPORT_ACCESS_TOKEN_TTL_SECONDS: '7200', ...(database ? { DATABASE_URL: database.url } : {}) } });
     const api = await setUp(server.url, server.adminToken);
     const loaded = await uploadParquet(api, file, 'bench.orders.daily');
     if (loaded.rows !== ROWS) throw new Error(`committed ${loaded.rows} rows, expected ${ROWS}`);
@@ -116,7 +82,7 @@ export async function run(): Promise<void> {
     const pagesQuery = new URLSearchParams({ $filter: FILTER, $select: SELECT, $top: '25000' }).toString();
     const applyQuery = new URLSearchParams({ $apply: APPLY, $top: '25000' }).toString();
     // Warm-up (caches, JIT) and the check: the service returns exactly the rows DuckDB writes.
-    const checked = await readAll(api, pagesQuery, ROW_START);
+    const checked = await reader.read({ url: rowsUrl(api, pagesQuery), headers: api.auth, client: CLIENT, rowStart: ROW_START });
     const written = (await raw.write(RAW_FILTERED)).rows;
     if (checked.rows !== written) throw new Error(`service returned ${checked.rows} rows, DuckDB wrote ${written}`);
 
@@ -125,7 +91,7 @@ export async function run(): Promise<void> {
     const clientCpu: number[] = [];
     let served = { pages: 0, bytes: 0 };
     for (let i = 0; i < RUNS; i++) {
-      const s = await readAll(api, pagesQuery);
+      const s = await reader.read({ url: rowsUrl(api, pagesQuery), headers: api.auth, client: CLIENT });
       const d = await raw.write(RAW_FILTERED);
       if (s.bytes !== checked.bytes || d.rows !== written) throw new Error(`run ${i + 1} read ${s.bytes} bytes (checked: ${checked.bytes}), DuckDB wrote ${d.rows} rows`);
       served = s;
@@ -136,7 +102,7 @@ export async function run(): Promise<void> {
     const applyService: number[] = [];
     const applyDuck: number[] = [];
     for (let i = 0; i < RUNS + 1; i++) {
-      const s = await readAll(api, applyQuery, '{"category":');
+      const s = await reader.read({ url: rowsUrl(api, applyQuery), headers: api.auth, client: CLIENT, rowStart: '{"category":' });
       const d = await raw.write(RAW_GROUPED);
       if (s.rows !== d.rows) throw new Error(`$apply returned ${s.rows} groups, DuckDB wrote ${d.rows}`);
       if (i > 0) {
@@ -160,8 +126,9 @@ export async function run(): Promise<void> {
     ];
     process.stdout.write(`${out.join('\n')}\n`);
   } finally {
-    closeConnections();
+    await reader.close();
     await server?.stop();
+    await database?.drop();
     await fsp.rm(dir, { recursive: true, force: true });
   }
 }

@@ -200,6 +200,7 @@ export async function buildApp(deps: AppDeps, options: AppOptions = {}): Promise
       const record = await accounts.records.get(name);
       return record !== undefined && !record.deleted_at;
     },
+    db: deps.db,
   });
   await mount('/odata', 'OData service', 'OData v4 over every dataset the caller may read, for Power BI, Excel and scripts.', odata.routes);
 

@@ -4,13 +4,18 @@ import http from 'node:http';
 
 const agent = new http.Agent({ keepAlive: true });
 
-/** One request; resolves with the status and the whole body (whatever the status). */
-export function request(url: string, options: { method?: string; headers?: Record<string, string>; body?: string } = {}): Promise<{ status: number; body: Buffer }> {
+type RequestOptions = { method?: string; headers?: Record<string, string>; body?: string };
+
+/**
+ * One request whose body is handed to `onData` a chunk at a time, as a streaming client reads it:
+ * nothing is kept, so a large body costs no copies and no garbage collection. Resolves with the
+ * status when the body has ended.
+ */
+export function stream(url: string, options: RequestOptions, onData: (chunk: Buffer) => void): Promise<number> {
   return new Promise((resolve, reject) => {
     const sent = http.request(url, { method: options.method ?? 'GET', headers: options.headers, agent }, (response) => {
-      const chunks: Buffer[] = [];
-      response.on('data', (d: Buffer) => chunks.push(d));
-      response.on('end', () => resolve({ status: response.statusCode ?? 0, body: Buffer.concat(chunks) }));
+      response.on('data', onData);
+      response.on('end', () => resolve(response.statusCode ?? 0));
       response.on('error', reject);
     });
     sent.on('error', reject);
@@ -18,8 +23,15 @@ export function request(url: string, options: { method?: string; headers?: Recor
   });
 }
 
+/** One request; resolves with the status and the whole body (whatever the status). */
+export async function request(url: string, options: RequestOptions = {}): Promise<{ status: number; body: Buffer }> {
+  const chunks: Buffer[] = [];
+  const status = await stream(url, options, (chunk) => chunks.push(chunk));
+  return { status, body: Buffer.concat(chunks) };
+}
+
 /** The JSON body of a 2xx answer; throws with the status and body otherwise. */
-export async function requestJson<T>(url: string, options: Parameters<typeof request>[1] = {}): Promise<T> {
+export async function requestJson<T>(url: string, options: RequestOptions = {}): Promise<T> {
   const { status, body } = await request(url, options);
   if (status < 200 || status > 299) throw new Error(`${status} ${body.toString()}`);
   return JSON.parse(body.toString()) as T;

@@ -1,4 +1,5 @@
-import type { Db } from '../db/index.ts';
+import type { QueryCreator } from 'kysely';
+import type { Database, Db } from '../db/index.ts';
 import type { PermissionPair } from '../db/schema.ts';
 import { AppError } from '../errors/index.ts';
 import { parsePattern, patternMatches, type Resource } from './patterns.ts';
@@ -42,16 +43,16 @@ export interface GrantSource {
   workspacesOf(identity: string): Promise<string[]>;
 }
 
+/** The query of an identity's grants in a workspace, for a statement that looks up more alongside (see `Authorizer.accessFrom`). */
+export function grantsQuery(q: QueryCreator<Database>, identity: string, workspace: string) {
+  return q.selectFrom('policies').select(['pattern', 'role']).where('principal', '=', identity).where('workspace', '=', workspace);
+}
+
 export class PolicyGrantSource implements GrantSource {
   constructor(private readonly db: Db) {}
 
   async grantsOf(identity: string, workspace: string): Promise<Grant[]> {
-    return this.db.kysely
-      .selectFrom('policies')
-      .select(['pattern', 'role'])
-      .where('principal', '=', identity)
-      .where('workspace', '=', workspace)
-      .execute();
+    return grantsQuery(this.db.kysely, identity, workspace).execute();
   }
 
   async workspacesOf(identity: string): Promise<string[]> {
@@ -84,7 +85,11 @@ export class Authorizer {
    * caller's policy patterns that reach each.
    */
   async accessIn(principal: Principal, workspace: string, resources: readonly Resource[]): Promise<{ role: Role | null; patterns: string[] }[]> {
-    const grants = await this.grants.grantsOf(principal.identity, workspace);
+    return this.accessFrom(principal, await this.grants.grantsOf(principal.identity, workspace), resources);
+  }
+
+  /** As `accessIn`, given the caller's grants in the resources' workspace (looked up with `grantsQuery`). */
+  accessFrom(principal: Principal, grants: readonly Grant[], resources: readonly Resource[]): { role: Role | null; patterns: string[] }[] {
     return resources.map((resource) => ({
       role: effectiveRole(grants, principal.permissions, resource),
       patterns: grants.filter((g) => {

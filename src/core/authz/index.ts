@@ -10,4 +10,4 @@ export {
 } from './patterns.ts';
 export { SCOPES, DEFAULT_SCOPES, type Principal, type Scope } from './principal.ts';
 export { permissionsWithin } from './narrowing.ts';
-export { Authorizer, PolicyGrantSource, effectiveRole, type Grant, type GrantSource } from './authorize.ts';
+export { Authorizer, PolicyGrantSource, effectiveRole, grantsQuery, type Grant, type GrantSource } from './authorize.ts';

@@ -38,6 +38,20 @@ describe(`metadata database (${TEST_DATABASE_URL ? 'PostgreSQL' : 'PGlite'})`, (
     const { rows } = await sql<{ n: number }>`SELECT n FROM counter_test WHERE id = 1`.execute(t.db.kysely);
     expect(rows[0].n).toBe(20);
   });
+
+  it('hands back typed values, and errors with their PostgreSQL code and constraint', async () => {
+    const { rows } = await sql<{ at: Date; big: string; doc: unknown; bytes: Uint8Array }>`
+      SELECT TIMESTAMPTZ '2024-05-06 07:08:09+00' AS at, 4294967296::int8 AS big, '{"a":[1,"x"]}'::jsonb AS doc, '\\x0102ff'::bytea AS bytes`.execute(t.db.kysely);
+    expect(rows[0].at).toBeInstanceOf(Date);
+    expect(rows[0].at.toISOString()).toBe('2024-05-06T07:08:09.000Z');
+    expect(Number(rows[0].big)).toBe(4294967296);
+    expect(rows[0].doc).toEqual({ a: [1, 'x'] });
+    expect([...rows[0].bytes]).toEqual([1, 2, 255]);
+
+    await sql`CREATE TABLE IF NOT EXISTS unique_test (name text CONSTRAINT unique_test_name UNIQUE)`.execute(t.db.kysely);
+    await sql`INSERT INTO unique_test VALUES ('a')`.execute(t.db.kysely);
+    await expect(sql`INSERT INTO unique_test VALUES ('a')`.execute(t.db.kysely)).rejects.toMatchObject({ code: '23505', constraint: 'unique_test_name' });
+  });
 });
 
 describe.runIf(TEST_DATABASE_URL)('migrations under concurrency (PostgreSQL)', () => {

@@ -14,3 +14,16 @@ export interface Db {
   scriptTransaction<T>(fn: (tx: ScriptTransaction) => Promise<T>): Promise<T>;
   close(): Promise<void>;
 }
+
+/** Runs `fn` between BEGIN and COMMIT on `session` (one connection), and rolls back when it throws. */
+export async function inTransaction<T>(session: ScriptTransaction, fn: (tx: ScriptTransaction) => Promise<T>): Promise<T> {
+  await session.exec('BEGIN');
+  try {
+    const result = await fn(session);
+    await session.exec('COMMIT');
+    return result;
+  } catch (error) {
+    await session.exec('ROLLBACK').catch(() => undefined);
+    throw error;
+  }
+}

@@ -1,74 +1,163 @@
 import fs from 'node:fs';
-import { PGlite } from '@electric-sql/pglite';
-import { Kysely, type DatabaseConnection, type Driver, type TransactionSettings } from 'kysely';
-import { KyselyPGlite } from 'kysely-pglite';
-import type { Db } from './db.ts';
+import { Worker } from 'node:worker_threads';
+import {
+  CompiledQuery,
+  Kysely,
+  PostgresAdapter,
+  PostgresIntrospector,
+  PostgresQueryCompiler,
+  type DatabaseConnection,
+  type Driver,
+  type QueryResult,
+} from 'kysely';
+import { inTransaction, type Db } from './db.ts';
 import { Mutex } from './mutex.ts';
 import type { Database } from './schema.ts';
 
-/** kysely-pglite's driver hands every caller the same session; serialise them so transactions never interleave. */
-class SerialDriver implements Driver {
-  private readonly releases = new WeakMap<DatabaseConnection, () => void>();
+type Reply = { id: number; result?: { rows: unknown[]; affectedRows?: number }; error?: Record<string, unknown> & { message: string } };
 
+/**
+ * The PGlite instance on its own thread (pglite-worker.js): statements go over as messages and rows
+ * come back structured-cloned (dates, bigints, bytes and parsed JSON survive). The thread keeps
+ * the process alive only while a statement is pending.
+ */
+class PgliteThread {
+  private readonly pending = new Map<number, { resolve(reply: Reply): void; reject(error: Error): void }>();
+  private next = 0;
+  private exited?: Error;
+  private opened = false;
+  private closing = false;
+
+  private constructor(private readonly worker: Worker) {
+    worker.on('message', (reply: Reply) => this.settle(reply.id, (p) => p.resolve(reply)));
+    worker.on('error', (error) => this.fail(error));
+    worker.on('exit', (code) => this.fail(new Error(`the metadata database thread stopped (exit code ${code})`)));
+  }
+
+  static async start(dataDir: string | undefined, template?: Blob): Promise<PgliteThread> {
+    const worker = new Worker(new URL('./pglite-worker.js', import.meta.url), {
+      workerData: { dataDir, template: template ? new Uint8Array(await template.arrayBuffer()) : undefined },
+    });
+    const thread = new PgliteThread(worker);
+    await thread.send('open');
+    thread.opened = true;
+    return thread;
+  }
+
+  async query(sql: string, params: readonly unknown[] = []): Promise<{ rows: unknown[]; affectedRows?: number }> {
+    return (await this.send('query', sql, params)).result!;
+  }
+
+  async exec(sql: string): Promise<void> {
+    await this.send('exec', sql);
+  }
+
+  async close(): Promise<void> {
+    if (this.exited) return;
+    this.closing = true;
+    await this.send('close');
+    await this.worker.terminate();
+  }
+
+  private send(op: 'open' | 'query' | 'exec' | 'close', sql?: string, params?: readonly unknown[]): Promise<Reply> {
+    if (this.exited) return Promise.reject(this.exited);
+    const id = this.next++;
+    if (this.pending.size === 0) this.worker.ref();
+    return new Promise<Reply>((resolve, reject) => {
+      this.pending.set(id, { resolve, reject });
+      this.worker.postMessage({ id, op, sql, params });
+    }).then((reply) => {
+      if (reply.error) throw Object.assign(new Error(reply.error.message), reply.error);
+      return reply;
+    });
+  }
+
+  private settle(id: number, how: (p: { resolve(reply: Reply): void; reject(error: Error): void }) => void): void {
+    const waiting = this.pending.get(id);
+    if (!waiting) return;
+    this.pending.delete(id);
+    if (this.pending.size === 0) this.worker.unref();
+    how(waiting);
+  }
+
+  private fail(error: Error): void {
+    this.exited ??= error;
+    for (const id of [...this.pending.keys()]) this.settle(id, (p) => p.reject(error));
+    // Without its metadata database a server can only fail every request: stop the process, as a
+    // PGlite failure on the main thread would have, so that whatever supervises it starts it again.
+    if (this.opened && !this.closing) {
+      setImmediate(() => {
+        throw error;
+      });
+    }
+  }
+}
+
+class ThreadConnection implements DatabaseConnection {
   constructor(
-    private readonly inner: Driver,
+    private readonly thread: PgliteThread,
+    readonly release: () => void,
+  ) {}
+
+  async executeQuery<R>(compiled: CompiledQuery): Promise<QueryResult<R>> {
+    const { rows, affectedRows } = await this.thread.query(compiled.sql, compiled.parameters);
+    return { rows: rows as R[], ...(affectedRows === undefined ? {} : { numAffectedRows: BigInt(affectedRows) }) };
+  }
+
+  async *streamQuery<R>(): AsyncIterableIterator<QueryResult<R>> {
+    throw new Error('PGlite does not stream results');
+  }
+}
+
+/** PGlite has one session: each Kysely connection (and so each transaction) holds it alone, in turn. */
+class ThreadDriver implements Driver {
+  constructor(
+    private readonly thread: PgliteThread,
     private readonly mutex: Mutex,
   ) {}
 
-  init() {
-    return this.inner.init();
-  }
+  async init(): Promise<void> {}
 
   async acquireConnection(): Promise<DatabaseConnection> {
-    const release = await this.mutex.acquire();
-    try {
-      const connection = await this.inner.acquireConnection();
-      this.releases.set(connection, release);
-      return connection;
-    } catch (error) {
-      release();
-      throw error;
-    }
+    return new ThreadConnection(this.thread, await this.mutex.acquire());
   }
 
-  beginTransaction(connection: DatabaseConnection, settings: TransactionSettings) {
-    return this.inner.beginTransaction(connection, settings);
+  async beginTransaction(connection: DatabaseConnection): Promise<void> {
+    await connection.executeQuery(CompiledQuery.raw('BEGIN'));
   }
 
-  commitTransaction(connection: DatabaseConnection) {
-    return this.inner.commitTransaction(connection);
+  async commitTransaction(connection: DatabaseConnection): Promise<void> {
+    await connection.executeQuery(CompiledQuery.raw('COMMIT'));
   }
 
-  rollbackTransaction(connection: DatabaseConnection) {
-    return this.inner.rollbackTransaction(connection);
+  async rollbackTransaction(connection: DatabaseConnection): Promise<void> {
+    await connection.executeQuery(CompiledQuery.raw('ROLLBACK'));
   }
 
   async releaseConnection(connection: DatabaseConnection): Promise<void> {
-    await this.inner.releaseConnection(connection);
-    this.releases.get(connection)?.();
-    this.releases.delete(connection);
+    (connection as ThreadConnection).release();
   }
 
-  destroy() {
-    return this.inner.destroy();
+  async destroy(): Promise<void> {
+    await this.thread.close();
   }
 }
 
 /**
- * Embedded PostgreSQL. `dataDir` undefined keeps everything in memory; `template` (a data-directory
- * dump) skips initdb, which tests use to start a fresh database in about a second.
+ * Embedded PostgreSQL, on a thread of its own. `dataDir` undefined keeps everything in memory;
+ * `template` (a data-directory dump) skips initdb, which tests use to start a fresh database in
+ * about a second.
  */
 export async function openPglite(dataDir: string | undefined, template?: Blob): Promise<Db> {
   if (dataDir) fs.mkdirSync(dataDir, { recursive: true });
-  const client = await PGlite.create({ ...(dataDir ? { dataDir } : {}), ...(template ? { loadDataDir: template } : {}) });
+  const thread = await PgliteThread.start(dataDir, template);
   const mutex = new Mutex();
-  const { dialect } = new KyselyPGlite(client);
   const kysely = new Kysely<Database>({
     dialect: {
-      createAdapter: () => dialect.createAdapter(),
-      createDriver: () => new SerialDriver(dialect.createDriver(), mutex),
-      createIntrospector: (db) => dialect.createIntrospector(db),
-      createQueryCompiler: () => dialect.createQueryCompiler(),
+      createAdapter: () => new PostgresAdapter(),
+      createDriver: () => new ThreadDriver(thread, mutex),
+      createIntrospector: (db) => new PostgresIntrospector(db),
+      createQueryCompiler: () => new PostgresQueryCompiler(),
     },
   });
   return {
@@ -77,12 +166,11 @@ export async function openPglite(dataDir: string | undefined, template?: Blob): 
     async scriptTransaction(fn) {
       const release = await mutex.acquire();
       try {
-        return await client.transaction((tx) =>
-          fn({
-            exec: async (sql) => void (await tx.exec(sql)),
-            query: async <R>(sql: string, params: unknown[] = []) => (await tx.query<R>(sql, params)).rows,
-          }),
-        );
+        const session = {
+          exec: (sql: string) => thread.exec(sql),
+          query: async <R>(sql: string, params: unknown[] = []) => (await thread.query(sql, params)).rows as R[],
+        };
+        return await inTransaction(session, fn);
       } finally {
         release();
       }

@@ -1,6 +1,6 @@
 import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
-import type { Db } from './db.ts';
+import { inTransaction, type Db } from './db.ts';
 import type { Database } from './schema.ts';
 
 // COUNT(*) and other int8 results: parse as numbers (row counts stay far below 2^53).
@@ -18,16 +18,11 @@ export async function openPostgres(connectionString: string): Promise<Db> {
     async scriptTransaction(fn) {
       const client = await pool.connect();
       try {
-        await client.query('BEGIN');
-        const result = await fn({
-          exec: async (sql) => void (await client.query(sql)),
+        const session = {
+          exec: async (sql: string) => void (await client.query(sql)),
           query: async <R>(sql: string, params: unknown[] = []) => (await client.query(sql, params)).rows as R[],
-        });
-        await client.query('COMMIT');
-        return result;
-      } catch (error) {
-        await client.query('ROLLBACK').catch(() => undefined);
-        throw error;
+        };
+        return await inTransaction(session, fn);
       } finally {
         client.release();
       }

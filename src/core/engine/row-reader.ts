@@ -98,18 +98,14 @@ export class ReadSession {
   }
 
   /**
-   * The rows of a query as DuckDB's own JSON writer writes them: a JSON array, one row per line
-   * (`[`, then `\t{…},` lines, the last without its comma, then `]`; no rows is `[`, a tab, `]`).
-   * DuckDB writes in parallel, in order.
+   * Starts writing the rows of a query, in order, to a new scratch file with DuckDB's own JSON
+   * writer: one object per line (JSON escapes any newline in a value), appended as they are
+   * written, so the file can be read while `written` is pending. The caller removes the file.
    */
-  async jsonArray(sql: string, values: readonly BoundValue[]): Promise<Buffer> {
-    const file = path.join(this.shared.scratch, `rows-${crypto.randomUUID()}.json`);
-    try {
-      await this.connection.run(`COPY (${sql}) TO ${quoteString(file)} (FORMAT json, ARRAY true)`, values as DuckDBValue[]);
-      return await fs.readFile(file);
-    } finally {
-      await fs.rm(file, { force: true });
-    }
+  jsonLines(sql: string, values: readonly BoundValue[]): { path: string; written: Promise<void> } {
+    const file = path.join(this.shared.scratch, `${ROWS_FILE_PREFIX}${crypto.randomUUID()}.json`);
+    const written = this.connection.run(`COPY (${sql}) TO ${quoteString(file)} (FORMAT json)`, values as DuckDBValue[]).then(() => undefined);
+    return { path: file, written };
   }
 
   /** Stops a running query (the client went away). */
@@ -121,6 +117,21 @@ export class ReadSession {
     if (this.closed) return;
     this.closed = true;
     this.connection.closeSync();
+  }
+}
+
+/** Scratch files of rows start so. */
+const ROWS_FILE_PREFIX = 'rows-';
+
+/** Rows files untouched for this long were left by a process that stopped (a reader keeps its files open, so removing one it still reads is harmless). */
+const STALE_ROWS_MS = 60 * 60 * 1000;
+
+async function removeStaleRows(scratch: string): Promise<void> {
+  for (const name of await fs.readdir(scratch)) {
+    if (!name.startsWith(ROWS_FILE_PREFIX)) continue;
+    const file = path.join(scratch, name);
+    const stat = await fs.stat(file).catch(() => undefined);
+    if (stat && Date.now() - stat.mtimeMs > STALE_ROWS_MS) await fs.rm(file, { force: true });
   }
 }
 
@@ -170,6 +181,7 @@ export class RowReader {
     }
     const scratch = options.scratchDirectory ?? os.tmpdir();
     await fs.mkdir(scratch, { recursive: true });
+    if (options.scratchDirectory) await removeStaleRows(scratch);
     return new RowReader(instance, scratch);
   }
 

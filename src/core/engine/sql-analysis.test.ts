@@ -1,6 +1,6 @@
 import { DuckDBInstance } from '@duckdb/node-api';
 import fc from 'fast-check';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { SqlAnalyzer, type Analysis, type Refusal, type SelectAnalysis } from './sql-analysis.ts';
 
 let analyzer: SqlAnalyzer;
@@ -484,5 +484,19 @@ describe('recent analyses', () => {
     expect(await own.analyze('SELECT 1; SELECT 2')).toBe(await own.analyze('SELECT 1; SELECT 2'));
     await own.close();
     await expect(own.analyze('SELECT :n AS n')).rejects.toThrow(/closed/);
+  });
+
+  it('warms: an analysis started ahead is the one a later analyze gets; a text too long to keep is left alone', async () => {
+    const own = await SqlAnalyzer.create();
+    const runs = vi.spyOn(own as unknown as { analyzeNow(sql: string): Promise<Analysis> }, 'analyzeNow');
+    own.warm('SELECT 41 AS n');
+    expect(runs).toHaveBeenCalledTimes(1);
+    expect(await own.analyze('SELECT 41 AS n')).toMatchObject({ kind: 'select' });
+    expect(runs).toHaveBeenCalledTimes(1);
+    own.warm(`SELECT 1 -- ${'x'.repeat(70 * 1024)}`);
+    expect(runs).toHaveBeenCalledTimes(1);
+    await own.close();
+    own.warm('SELECT 42');
+    expect(runs).toHaveBeenCalledTimes(1);
   });
 });

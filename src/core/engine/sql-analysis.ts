@@ -185,6 +185,11 @@ export class SqlAnalyzer {
     if (this.owned) this.instance.closeSync();
   }
 
+  /** Starts analysing `sql` for a later `analyze` (texts too long to keep are left alone). */
+  warm(sql: string): void {
+    if (!this.closed && sql.length <= CACHED_TEXT_MAX) this.analyze(sql).catch(() => undefined);
+  }
+
   analyze(sql: string): Promise<Analysis> {
     if (this.closed) return Promise.reject(new Error('SqlAnalyzer is closed'));
     if (sql.length > CACHED_TEXT_MAX) return this.analyzeNow(sql);

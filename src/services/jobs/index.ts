@@ -65,6 +65,7 @@ export function createJobsService(options: JobsOptions) {
     timeoutMs: options.timeoutMs,
     statements,
     refuseExternalReads,
+    prepareAhead: (sqlText) => options.analyzer.warm(sqlText),
   });
   const checker = new QueryChecker(planner, repo, options.catalog, options.authz, statements);
   return { jobs, pool, statements, routes: jobRoutes({ jobs, checker, verifier: options.verifier }) };

@@ -29,6 +29,8 @@ export interface JobsDeps {
    * permission, type or SCOPE): an HTTP error with the place of the call.
    */
   refuseExternalReads?: (caller: Principal, sqlText: string) => Promise<AppError | undefined>;
+  /** Starts the work a run of `sqlText` will need (its analysis) while the job is being stored. */
+  prepareAhead?: (sqlText: string) => void;
 }
 
 const STATUS_FILTERS = new Set(['queued', 'running', 'succeeded', 'failed', 'cancelled']);
@@ -54,6 +56,7 @@ export class JobsService {
     if (ran) return { execution_id: ran.execution_id, status: ran.status, status_url: this.url(ran, 'status') };
     const refusal = await this.deps.refuseExternalReads?.(caller, input.sql_text);
     if (refusal) throw refusal;
+    this.deps.prepareAhead?.(input.sql_text);
     const job = {
       execution_id: newId('job'),
       owner: caller.identity,

@@ -1,73 +1,67 @@
+import fs from 'node:fs/promises';
 import { LRUCache } from 'lru-cache';
 import type { ReadSession } from '../../core/engine/index.ts';
+import { BufferPool, JsonLinesFile, PageText } from './json-lines.ts';
 import { jsonColumnsSql } from './json-rows.ts';
 import type { RowsQuery } from './rows.ts';
 
 const MIN_RANGE_ROWS = 2_048;
-/** The most source rows the first range reads: two of the row groups Lakeport writes, so both DuckDB threads work. */
-const FIRST_RANGE_ROWS = 2 * 122_880;
-const MAX_RANGE_ROWS = 4 * 122_880;
-/** Ranges are read ahead while fewer rows than this many pages are left, and less JSON than READ_AHEAD_BYTES. */
-const READ_AHEAD_PAGES = 8;
-const READ_AHEAD_BYTES = 32 * 1024 * 1024;
-/** Later ranges aim at about this much JSON. */
-const RANGE_BYTES = 16 * 1024 * 1024;
+/** The rows of a row group as Lakeport writes them: DuckDB scans a file a row group per thread. */
+const ROW_GROUP_ROWS = 122_880;
+const MAX_RANGE_ROWS = 16 * ROW_GROUP_ROWS;
+/** A range aims at about this much JSON, which waits in a scratch file until its pages are taken. */
+const RANGE_BYTES = 64 * 1024 * 1024;
+/** The next range is written while fewer ranges than this hold rows not yet delivered. */
+const RANGES_AHEAD = 2;
 
 function clampRangeRows(rows: number): number {
   return Math.min(MAX_RANGE_ROWS, Math.max(MIN_RANGE_ROWS, Math.round(rows)));
 }
 
-/** The matching rows of one range of source rows, as DuckDB's JSON writer wrote them. */
+/**
+ * Where a range of about `rows` rows from `row` ends: a range of a row group or more ends on a row
+ * group boundary (a row group split between two ranges is read twice) and takes the rest of the file
+ * when less than two row groups would be left (one row group is read by one thread alone).
+ */
+function rangeEnd(row: number, rows: number, fileRows: number): number {
+  if (rows < ROW_GROUP_ROWS) return Math.min(fileRows, row + rows);
+  const to = Math.max(Math.ceil((row + 1) / ROW_GROUP_ROWS), Math.round((row + rows) / ROW_GROUP_ROWS)) * ROW_GROUP_ROWS;
+  return fileRows - to < 2 * ROW_GROUP_ROWS ? fileRows : to;
+}
+
+/** The matching rows of one range of source rows, read from DuckDB's JSON while it is written. */
 interface Range {
   /** The number of the range's first source row: tokens count delivered rows from here. */
   start: number;
-  text: Buffer;
-  /** Where the newlines of `text` are: row r lies between newlines r and r + 1. */
-  newlines: Int32Array;
-  rows: number;
+  source: JsonLinesFile;
   /** Rows of this range already delivered. */
   taken: number;
+  /** The last read reached the end of the range (its writer done). */
+  finished: boolean;
 }
 
-/**
- * The newlines of a JSON array as DuckDB writes it: `[`, a line per row (tab, object, a comma but
- * on the last), `]` (no rows is `[`, a tab, `]`). Rows hold no raw newline: JSON escapes them.
- */
-function rangeOf(start: number, text: Buffer): Range {
-  let newlines = new Int32Array(Math.max(16, text.length >> 6));
-  let n = 0;
-  for (let at = text.indexOf(10); at >= 0; at = text.indexOf(10, at + 1)) {
-    if (n === newlines.length) {
-      const grown = new Int32Array(n * 2);
-      grown.set(newlines);
-      newlines = grown;
-    }
-    newlines[n++] = at;
-  }
-  const rows = n >= 3 && text[newlines[0] + 2] === 123 ? n - 2 : 0;
-  return { start, text, newlines: newlines.subarray(0, n), rows, taken: 0 };
+/** The rows of one range in a page's text: `rows` rows from row `first` of the text, which start at byte `at`. */
+interface Part {
+  range: Range;
+  first: number;
+  rows: number;
+  at: number;
 }
 
-/** Rows `from` to `to` (exclusive) of a range, as JSON text joined by commas. */
-function rowsText(range: Range, from: number, to: number): Buffer {
-  const end = range.newlines[to];
-  return range.text.subarray(range.newlines[from] + 2, range.text[end - 1] === 44 ? end - 1 : end);
-}
-
-/** One page taken from a cursor: its rows' JSON in pieces (commas between them included), and the next page's $skiptoken. */
+/** One page taken from a cursor: its rows' JSON (joined by commas), the next page's $skiptoken, and `release` once it is sent. */
 export interface CursorPage {
-  pieces: Buffer[];
+  text: Buffer;
   next?: string;
+  release(): void;
 }
-
-const COMMA = Buffer.from(',');
 
 /**
  * A plain read ($filter/$select, in row order) paged through in ranges of source rows. Each range is
- * one query without LIMIT, so DuckDB scans its row groups in parallel and writes the rows with its
- * own JSON writer; pages are cut from the ranges at row boundaries. The next range is read while
- * the pages of the last one are served. The page's $skiptoken is `row.rows`: the first row of a
- * range and how many of its matching rows were delivered, which rows.ts can also continue from.
+ * one query without LIMIT, so DuckDB scans its row groups in parallel, and writes the rows with its
+ * own JSON writer to a scratch file. Pages are read from that file at row boundaries while it is
+ * written, into buffers that are reused once sent. The next range is written while the pages of
+ * the last are served. The page's $skiptoken is `row.rows`: the first row of a range and how many
+ * of its matching rows were delivered, which rows.ts can also continue from.
  */
 export class RangeCursor {
   private readonly ranges: Range[] = [];
@@ -78,19 +72,24 @@ export class RangeCursor {
   private rangeRows: number;
   /** Rows per page (pages of one cursor all have the size of its first). */
   private readonly top: number;
-  private reading?: Promise<void>;
-  private failure?: unknown;
+  private bytesPerRow = 256;
+  /** The range being started (its query prepared); one at a time, as the session has one connection. */
+  private starting?: Promise<void>;
+  /** The last range's writer, which the next range waits for. */
+  private writing: Promise<unknown> = Promise.resolve();
+  private closed = false;
 
   constructor(
     private readonly session: ReadSession,
     private readonly query: RowsQuery,
+    private readonly pool: BufferPool,
     start: { skiptoken: number; skiptokenRows: number; top: number },
   ) {
     this.top = start.top;
-    // A small page needs few rows: the first range is a few pages of unfiltered rows, and no more
+    // A small page needs few rows: the first range is some pages of unfiltered rows, and no more
     // than RANGE_BYTES of JSON by a generous guess at a row's size (later ranges go by what they met).
     const guessedRowBytes = query.shown.columns.reduce((n, c) => n + c.name.length + (c.type === 'VARCHAR' ? 64 : 24), 0);
-    this.rangeRows = clampRangeRows(Math.min(FIRST_RANGE_ROWS, 8 * start.top, RANGE_BYTES / guessedRowBytes));
+    this.rangeRows = clampRangeRows(Math.min(64 * start.top, RANGE_BYTES / guessedRowBytes));
     ({ file: this.file, row: this.row } = session.locate(start.skiptoken));
     this.pass = start.skiptokenRows;
   }
@@ -98,75 +97,116 @@ export class RangeCursor {
   /** The next page's rows, and the token of the page after them when more rows follow. */
   async page(): Promise<CursorPage> {
     const { top } = this;
-    // One row more than the page shows says whether another page follows.
-    while (this.available() <= top && !this.exhausted()) await this.readNext();
-    const pieces: Buffer[] = [];
-    for (let need = top; need > 0 && this.ranges.length > 0; ) {
-      const range = this.ranges[0];
-      const n = Math.min(need, range.rows - range.taken);
-      if (n > 0) {
-        if (pieces.length > 0) pieces.push(COMMA);
-        pieces.push(rowsText(range, range.taken, range.taken + n));
-        range.taken += n;
-        need -= n;
+    const page = new PageText(this.pool, Math.ceil((top + 1) * this.bytesPerRow * 1.1));
+    try {
+      if (this.pass > 0) {
+        // Rows that earlier pages delivered (a token's `.rows`) are passed over.
+        this.deliver(page, await this.read(page, this.pass), page.rows);
+        this.pass = 0;
+        page.clear();
       }
-      if (range.taken === range.rows) this.ranges.shift();
+      // One row more than the page shows says whether another page follows.
+      const parts = await this.read(page, top + 1);
+      const rows = Math.min(top, page.rows);
+      this.deliver(page, parts, rows);
+      if (rows > 0) this.bytesPerRow = (page.ends[rows - 1] + 1) / rows;
+      const first = this.ranges[0];
+      const next = first ? `${first.start}.${first.taken}` : this.exhausted() ? undefined : String(this.session.rowNumber(this.file, this.row));
+      this.writeAhead();
+      return { text: page.text(rows), next, release: () => page.release() };
+    } catch (error) {
+      page.release();
+      throw error;
     }
-    const first = this.ranges[0];
-    const next = first ? `${first.start}.${first.taken}` : this.exhausted() ? undefined : String(this.session.rowNumber(this.file, this.row));
-    this.readAhead();
-    return { pieces, next };
   }
 
-  /** Stops reading and frees the connection. */
+  /** Stops the query, removes the scratch files and frees the connection. */
   async close(): Promise<void> {
+    this.closed = true;
     this.session.interrupt();
-    await this.reading?.catch(() => undefined);
+    await this.starting?.catch(() => undefined);
+    await this.writing.catch(() => undefined);
+    await Promise.all(this.ranges.splice(0).map((r) => r.source.close()));
     this.session.close();
   }
 
-  /** Reads the next range in the background while fewer than a few pages' rows are left. */
-  private readAhead(): void {
-    const buffered = this.ranges.reduce((n, r) => n + r.text.length - r.newlines[r.taken], 0);
-    if (this.available() < READ_AHEAD_PAGES * this.top && buffered < READ_AHEAD_BYTES && !this.exhausted() && !this.reading && !this.failure) {
-      void this.readNext().then(() => this.readAhead(), () => undefined);
+  /** Reads `want` rows into the page from the ranges in turn (fewer only at the end of the last), starting ranges as needed. */
+  private async read(page: PageText, want: number): Promise<Part[]> {
+    const parts: Part[] = [];
+    for (let i = 0; page.rows < want; ) {
+      if (i === this.ranges.length) {
+        if (this.exhausted()) break;
+        await this.startRange();
+        continue;
+      }
+      const range = this.ranges[i++];
+      const first = page.rows;
+      const at = page.length;
+      const rows = await range.source.readInto(page, want - first);
+      range.finished = first + rows < want;
+      parts.push({ range, first, rows, at });
+    }
+    return parts;
+  }
+
+  /** Marks the page's first `rows` rows delivered; a range delivered to its end is dropped. */
+  private deliver(page: PageText, parts: Part[], rows: number): void {
+    for (const part of parts) {
+      const taken = Math.min(part.rows, Math.max(0, rows - part.first));
+      if (taken > 0) {
+        part.range.source.offset += page.ends[part.first + taken - 1] + 1 - part.at;
+        part.range.taken += taken;
+      }
+      if (taken === part.rows && part.range.finished) this.drop(part.range);
     }
   }
 
-  private available(): number {
-    return this.ranges.reduce((n, r) => n + r.rows - r.taken, 0);
+  /** Starts writing the next range when fewer than RANGES_AHEAD ranges hold rows to deliver, as soon as the last is written. */
+  private writeAhead(): void {
+    if (this.ranges.length < RANGES_AHEAD && !this.exhausted() && !this.starting && !this.closed) {
+      this.startRange()
+        .then(() => this.writing)
+        .then(
+          () => this.writeAhead(),
+          () => undefined, // a failed range fails the page that reads it
+        );
+    }
   }
 
   private exhausted(): boolean {
     return this.file >= this.session.dataset.files.length;
   }
 
-  private readNext(): Promise<void> {
-    if (this.failure) return Promise.reject(this.failure);
-    this.reading ??= this.readRange().then(
-      () => (this.reading = undefined),
-      (error: unknown) => {
-        this.failure = error;
-        this.reading = undefined;
-        throw error;
-      },
-    );
-    return this.reading;
+  private drop(range: Range): void {
+    this.ranges.splice(this.ranges.indexOf(range), 1);
+    void range.source.close();
   }
 
-  private async readRange(): Promise<void> {
+  private startRange(): Promise<void> {
+    this.starting ??= this.nextRange().finally(() => (this.starting = undefined));
+    return this.starting;
+  }
+
+  /** Prepares the next range's query and starts writing its rows once the last range is written. */
+  private async nextRange(): Promise<void> {
+    await this.writing.catch(() => undefined);
     const { file, row } = this;
     const fileRows = this.session.dataset.files[file].rows;
-    const to = Math.min(fileRows, row + this.rangeRows);
+    const to = rangeEnd(row, this.rangeRows, fileRows);
     const { all, shown } = this.query;
     const relation = await this.session.fileRelation(file, row, to);
     const nonFinite = await this.session.nonFiniteColumns(file, shown.columns.filter((c) => c.type === 'FLOAT' || c.type === 'DOUBLE'));
-    const text = await this.session.jsonArray(`SELECT ${jsonColumnsSql(shown.columns, nonFinite)} FROM (${all.sql(relation)})`, all.params.values);
-    const range = rangeOf(this.session.rowNumber(file, row), text);
-    range.taken = Math.min(this.pass, range.rows);
-    this.pass -= range.taken;
-    if (range.taken < range.rows) this.ranges.push(range);
-    this.rangeRows = clampRangeRows((RANGE_BYTES * (to - row)) / Math.max(1, text.length));
+    if (this.closed) throw new Error('The cursor is closed');
+    const { path, written } = this.session.jsonLines(`SELECT ${jsonColumnsSql(shown.columns, nonFinite)} FROM (${all.sql(relation)})`, all.params.values);
+    const source = new JsonLinesFile(path, written);
+    this.writing = source.written().then(async () => {
+      // Later ranges aim at RANGE_BYTES by the size of what this one wrote.
+      const bytes = (await fs.stat(path).catch(() => undefined))?.size;
+      if (bytes) this.rangeRows = clampRangeRows((RANGE_BYTES * (to - row)) / bytes);
+    });
+    this.writing.catch(() => undefined); // its failure surfaces where its rows are read
+    // The position moves with the range it went to, so no one sees one without the other.
+    this.ranges.push({ start: this.session.rowNumber(file, row), source, taken: 0, finished: false });
     [this.file, this.row] = to >= fileRows ? [file + 1, 0] : [file, to];
   }
 }
@@ -177,6 +217,8 @@ export class RangeCursor {
  * cursor is handed out once, and one that waits too long is closed.
  */
 export class RangeCursors {
+  /** The buffers the cursors' pages are read into. */
+  readonly pool = new BufferPool();
   private readonly cursors = new LRUCache<string, RangeCursor>({
     max: 16,
     ttl: 30_000,

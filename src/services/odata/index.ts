@@ -1,10 +1,12 @@
 import type { Authorizer } from '../../core/authz/index.ts';
 import type { Catalog } from '../../core/catalog/index.ts';
 import type { RowReader } from '../../core/engine/index.ts';
+import type { Db } from '../../core/db/index.ts';
 import type { TokenVerifier } from '../../core/http/index.ts';
 import type { BlobStore } from '../../core/storage/index.ts';
 import type { ClientAuthenticator } from './auth.ts';
 import { RangeCursors } from './cursor.ts';
+import { DatasetAccessLookup } from './lookup.ts';
 import { RowPages } from './pages.ts';
 import { ReadAhead } from './read-ahead.ts';
 import { odataRoutes } from './routes.ts';
@@ -21,10 +23,11 @@ export interface ODataOptions {
   clients: ClientAuthenticator;
   baseUrl: () => string;
   workspaceActive(name: string): Promise<boolean>;
+  db: Db;
 }
 
 /** The OData v4 service: datasets as entity sets, for BI tools and OData clients. */
 export function createODataService(options: ODataOptions) {
-  const odata = new ODataService(options);
+  const odata = new ODataService({ ...options, access: new DatasetAccessLookup(options.db) });
   return { odata, routes: odataRoutes({ odata, verifier: options.verifier, clients: options.clients, baseUrl: options.baseUrl, pages: new RowPages({ odata, readAhead: new ReadAhead(), cursors: new RangeCursors() }) }) };
 }

@@ -47,15 +47,15 @@ function pageUrl(requestUrl: string, skiptoken: string): string {
 export class RowPages {
   constructor(private readonly deps: RowPagesDeps) {}
 
-  /** The page's JSON, streamed; query errors surface before it is returned. */
-  async open(request: PageRequest): Promise<{ body: Readable; interrupt(): void }> {
+  /** The page's JSON, streamed; query errors surface before it is returned. Call `closed` when the response has closed (sent or not). */
+  async open(request: PageRequest): Promise<{ body: Readable; closed(): void }> {
     const read = this.readOf(request);
     const { options } = request;
     if (options.orderby === undefined && options.apply === undefined && !options.count && options.top > 0) return this.fromCursor(read);
     const ready = await this.deps.readAhead.take(read.keyOf(read.token));
     if (ready) {
       if (ready.next !== undefined) this.follow(read, ready.next);
-      return { body: Readable.from(ready.pieces), interrupt: () => undefined };
+      return { body: Readable.from(ready.pieces), closed: () => undefined };
     }
     const { session, document } = await this.openPage(read, read.asked, (next) => this.follow(read, next));
     try {
@@ -71,7 +71,7 @@ export class RowPages {
           }
         })(),
       );
-      return { body, interrupt: () => session.interrupt() };
+      return { body, closed: () => session.interrupt() };
     } catch (error) {
       session.close();
       throw error;
@@ -105,13 +105,13 @@ export class RowPages {
   /** A plain read's page, from the cursor the last page left (or a new one), which is kept for the next. */
   private async fromCursor(read: PageRead) {
     const { version, options } = read.request;
-    const cursor = this.deps.cursors.take(read.keyOf(read.token)) ?? new RangeCursor(await this.deps.odata.open(version), read.asked.query, options);
+    const cursor = this.deps.cursors.take(read.keyOf(read.token)) ?? new RangeCursor(await this.deps.odata.open(version), read.asked.query, this.deps.cursors.pool, options);
     try {
       const page = await cursor.page();
       if (page.next === undefined) void cursor.close();
       else this.deps.cursors.keep(read.keyOf(page.next), cursor);
       const tail = pageTail(page.next === undefined ? undefined : read.nextLink(page.next));
-      return { body: Readable.from([pageHead(read.contextUrl), ...page.pieces, tail]), interrupt: () => undefined };
+      return { body: Readable.from([pageHead(read.contextUrl), page.text, tail]), closed: page.release };
     } catch (error) {
       void cursor.close();
       throw error;

@@ -213,6 +213,25 @@ describe('OData service', () => {
       expect(last['@odata.nextLink']).toBeUndefined();
     });
 
+    it('checks the grant and the workspace on every page: a revoked grant or a deleted workspace stops a client mid-way', async () => {
+      const carol = await signIn(t.app, t.adminToken, 'carol');
+      await createWorkspace(carol, 'brief');
+      await seedSnapshot(t, { workspace: 'brief', collection: 'data', dataset: 'items' }, COLUMNS, ROWS_SQL(3_000));
+      const grant = await carol.request('POST', '/policy/v1/access/workspace/brief/policies', { principal: { identity: 'rita', type: 'user' }, role: 'reader', pattern: 'brief.data.*' });
+      expect(grant.statusCode).toBe(201);
+      const nextOf = (res: { json(): any }) => res.json()['@odata.nextLink'].replace(/^https?:\/\/[^/]+/, '');
+      const first = await rows(rita, 'brief/data/items?$top=1000');
+      expect(first.statusCode).toBe(200);
+      expect((await carol.request('DELETE', `/policy/v1/access/workspace/brief/policies/${grant.json().policy_id}`)).statusCode).toBe(200);
+      expect((await get(carol, nextOf(first))).statusCode).toBe(200); // the link itself still works, for a caller who may read
+      expect((await get(rita, nextOf(first))).statusCode).toBe(403);
+
+      const own = await rows(carol, 'brief/data/items?$top=1000');
+      expect(own.statusCode).toBe(200);
+      expect((await carol.request('DELETE', '/billing/v1/workspaces/brief')).statusCode).toBeLessThan(300);
+      expect((await get(carol, nextOf(own))).statusCode).toBe(404);
+    });
+
     it('continues a plain read from any page token, on a new cursor or page by page, with the same rows', async () => {
       const big = { workspace: 'acme', collection: 'sales', dataset: 'wide' };
       // Two files, the first longer than a range, with every kind of value the JSON writer meets.

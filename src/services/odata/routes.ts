@@ -79,7 +79,7 @@ export const odataRoutes =
         const version = await odata.version(caller, address);
         const { workspace, collection, dataset } = version.ref;
         const shaped = options.select !== undefined || options.apply !== undefined;
-        const { body, interrupt } = await deps.pages.open({
+        const { body, closed } = await deps.pages.open({
           caller,
           version,
           options,
@@ -90,8 +90,8 @@ export const odataRoutes =
             `${root()}/${workspace}/${collection}/${encodeURIComponent(dataset + formatLabel(address))}/$metadata#${entitySetName(version.ref)}` +
             (shaped ? `(${columns.join(',')})` : ''),
         });
-        // Stops the query when the client goes away mid-page (a no-op after the last row).
-        reply.raw.once('close', interrupt);
+        // Stops the query when the client goes away mid-page, or lets the page's buffer be reused.
+        reply.raw.once('close', closed);
         return reply.type(JSON_TYPE).send(body);
       };
 

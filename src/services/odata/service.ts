@@ -5,6 +5,7 @@ import type { RowReader } from '../../core/engine/row-reader.ts';
 import { AppError } from '../../core/errors/index.ts';
 import type { BlobStore } from '../../core/storage/index.ts';
 import { entitySetName, findEntitySet, lakeportType, propertyNames, supportsVersions } from './metadata/index.ts';
+import type { DatasetAccessLookup } from './lookup.ts';
 import type { DatasetVersion, ODataColumn } from './model.ts';
 
 export interface ODataServiceDeps {
@@ -14,6 +15,8 @@ export interface ODataServiceDeps {
   reader: RowReader;
   /** Whether a workspace exists and is not soft-deleted. */
   workspaceActive(name: string): Promise<boolean>;
+  /** The caller's grants, the workspace's state and the dataset, in one lookup (every page needs them). */
+  access: Pick<DatasetAccessLookup, 'find'>;
 }
 
 /** A dataset path segment: `name` or `name@label`. */
@@ -119,11 +122,8 @@ export class ODataService {
   async version(caller: Principal, address: DatasetAddress, options: { tags?: boolean } = {}): Promise<DatasetVersion> {
     const { ref, selector } = address;
     // Looked up together; the answer still depends on the permission first.
-    const [[access], active, dataset] = await Promise.all([
-      this.deps.authz.accessIn(caller, ref.workspace, [ref]),
-      this.deps.workspaceActive(ref.workspace),
-      this.deps.catalog.findDataset(ref),
-    ]);
+    const { grants, workspaceActive: active, dataset } = await this.deps.access.find(caller.identity, ref);
+    const [access] = this.deps.authz.accessFrom(caller, grants, [ref]);
     if (access.role === null || !roleAtLeast(access.role, 'reader')) {
       throw AppError.forbidden(`'${caller.identity}' may not read ${ref.workspace}/${ref.collection}/${ref.dataset}`, 'PERMISSION_DENIED');
     }
