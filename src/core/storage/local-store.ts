@@ -79,7 +79,8 @@ export class LocalBlobStore implements BlobStore {
         await fsp.rename(temp, dest);
         return;
       } catch (err) {
-        if (errno(err) !== 'ENOENT' || attempt >= 50) throw err;
+        // Node's recursive mkdir says ENOTDIR when a directory it met is pruned before it looks again.
+        if (!['ENOENT', 'ENOTDIR'].includes(errno(err) ?? '') || attempt >= 50) throw err;
         // No directory yet, or a concurrent delete pruned a (then empty) parent directory during mkdir or before the rename.
         await fsp.access(temp); // the temp file itself missing is a real error: let it throw
       }
