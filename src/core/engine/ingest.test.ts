@@ -3,7 +3,8 @@ import path from 'node:path';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { tempDir } from '../../../test/harness.ts';
-import { FileShapeError, Ingestor, ValueNotStorableError, type ReadOptions, type TargetColumn } from './index.ts';
+import { DuckDBInstance } from '@duckdb/node-api';
+import { FileShapeError, Ingestor, ROW_GROUP_ROWS, ValueNotStorableError, type ReadOptions, type TargetColumn } from './index.ts';
 
 let ingestor: Ingestor;
 const dir = tempDir('lakeport-ingest-');
@@ -64,6 +65,23 @@ describe('convert', () => {
     expect(result.bytes).toBeGreaterThan(0);
     expect(result.stats.amount).toMatchObject({ min: '7.25', max: '10.50', null_count: 1 });
     expect(result.stats.id).toMatchObject({ min: '1', max: '3', null_count: 0 });
+  });
+
+  it(`writes row groups of ${ROW_GROUP_ROWS} rows`, async () => {
+    const rows = 2 * ROW_GROUP_ROWS + 100;
+    const p = file('groups.csv', `id,amount\n${Array.from({ length: rows }, (_, i) => `${i},1.5`).join('\n')}\n`);
+    const out = path.join(dir.dir, 'groups.parquet');
+    const fileColumns = [{ name: 'id', type: 'BIGINT', sourceType: 'BIGINT' }, { name: 'amount', type: 'DOUBLE', sourceType: 'DOUBLE' }];
+    expect((await ingestor.convert({ path: p, format: 'csv', options: {}, fileColumns, target, destination: out })).rows).toBe(rows);
+    const db = await DuckDBInstance.create(':memory:');
+    const c = await db.connect();
+    try {
+      const groups = (await c.runAndReadAll('SELECT row_group_num_rows FROM parquet_metadata($path) WHERE column_id = 0 ORDER BY row_group_id', { path: out })).getRows();
+      expect(groups.map(([n]) => Number(n))).toEqual([ROW_GROUP_ROWS, ROW_GROUP_ROWS, 100]);
+    } finally {
+      c.closeSync();
+      db.closeSync();
+    }
   });
 
   it('names the column, line and value of a bad value at row 100 000', async () => {

@@ -1,14 +1,12 @@
 import fs from 'node:fs/promises';
 import { LRUCache } from 'lru-cache';
-import type { ReadSession } from '../../core/engine/index.ts';
+import { ROW_GROUP_ROWS, type ReadSession } from '../../core/engine/index.ts';
 import { BufferPool, JsonLinesFile, PageText } from './json-lines.ts';
 import { jsonColumnsSql } from './json-rows.ts';
 import type { RowsQuery } from './rows.ts';
 
 const MIN_RANGE_ROWS = 2_048;
-/** The rows of a row group as Lakeport writes them: DuckDB scans a file a row group per thread. */
-const ROW_GROUP_ROWS = 122_880;
-const MAX_RANGE_ROWS = 16 * ROW_GROUP_ROWS;
+const MAX_RANGE_ROWS = 2_000_000;
 /** A range aims at about this much JSON, which waits in a scratch file until its pages are taken. */
 const RANGE_BYTES = 64 * 1024 * 1024;
 /** The next range is written while fewer ranges than this hold rows not yet delivered. */
@@ -211,30 +209,37 @@ export class RangeCursor {
   }
 }
 
+/** A cursor kept for the page after the one it last read: the snapshot it reads and the pages' `@odata.context`. */
+export interface KeptCursor {
+  cursor: RangeCursor;
+  snapshot: number | null;
+  contextUrl: string;
+}
+
 /**
  * Cursors between pages: a client following nextLink continues the cursor its last page came from.
- * Keys name who asked, the snapshot and the page's URL (the routes authorize before they look); a
- * cursor is handed out once, and one that waits too long is closed.
+ * Keys name who asked and the page's URL; a cursor is handed out once, and one that waits too long
+ * is closed.
  */
 export class RangeCursors {
   /** The buffers the cursors' pages are read into. */
   readonly pool = new BufferPool();
-  private readonly cursors = new LRUCache<string, RangeCursor>({
+  private readonly cursors = new LRUCache<string, KeptCursor>({
     max: 16,
     ttl: 30_000,
     ttlAutopurge: true,
-    dispose: (cursor, _key, reason) => {
-      if (reason !== 'delete') void cursor.close();
+    dispose: (kept, _key, reason) => {
+      if (reason !== 'delete') void kept.cursor.close();
     },
   });
 
-  take(key: string): RangeCursor | undefined {
-    const cursor = this.cursors.get(key);
-    if (cursor) this.cursors.delete(key);
-    return cursor;
+  take(key: string): KeptCursor | undefined {
+    const kept = this.cursors.get(key);
+    if (kept) this.cursors.delete(key);
+    return kept;
   }
 
-  keep(key: string, cursor: RangeCursor): void {
-    this.cursors.set(key, cursor);
+  keep(key: string, kept: KeptCursor): void {
+    this.cursors.set(key, kept);
   }
 }

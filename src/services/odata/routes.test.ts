@@ -1,5 +1,7 @@
+import fs from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { createTestApp, type TestApp } from '../../../test/harness.ts';
+import { RowReader } from '../../core/engine/index.ts';
+import { createTestApp, tempDir, type TestApp } from '../../../test/harness.ts';
 import { createWorkspace, signIn, type TestUser } from '../../../test/clients.ts';
 import { seedSnapshot } from '../../../test/seed.ts';
 
@@ -25,13 +27,18 @@ describe('OData service', () => {
   let rita: TestUser; // reader on acme.sales.* only
   let bob: TestUser; // another tenant
   let snapshots: number[];
+  // The reader's own scratch directory, where cursors write their ranges.
+  const scratch = tempDir('lakeport-odata-scratch-');
+  let reader: RowReader;
+  const rangeFiles = () => new Set(fs.readdirSync(scratch.dir).filter((name) => name.startsWith('rows-')));
 
   const get = (user: TestUser | undefined, url: string, headers: Record<string, string> = {}) =>
     t.app.inject({ method: 'GET', url, headers: { ...(user ? { authorization: `Bearer ${user.token}` } : {}), ...headers } });
   const rows = (user: TestUser, path: string) => get(user, `/odata/api/v4/${path}`);
 
   beforeAll(async () => {
-    t = await createTestApp({}, { workers: false });
+    reader = await RowReader.create({ threads: 2, memoryLimit: '512MB', scratchDirectory: scratch.dir });
+    t = await createTestApp({ reader }, { workers: false });
     [alice, rita, bob] = await Promise.all(['alice', 'rita', 'bob'].map((id) => signIn(t.app, t.adminToken, id)));
     await createWorkspace(alice, 'acme');
     await createWorkspace(bob, 'bobco');
@@ -45,7 +52,11 @@ describe('OData service', () => {
     await seedSnapshot(t, { workspace: 'bobco', collection: 'secret', dataset: 'plans' }, [{ name: 'x', type: 'BIGINT', nullable: false }], 'SELECT 42 AS x');
     await t.app.lakeport.catalog.createTag(SALES, 'first', snapshots[0], 'alice');
   });
-  afterAll(async () => t?.close());
+  afterAll(async () => {
+    await t?.close();
+    reader?.close();
+    scratch.remove();
+  });
 
   describe('authentication', () => {
     it('answers 401 offering Bearer and Basic when there are no credentials', async () => {
@@ -220,11 +231,16 @@ describe('OData service', () => {
       const grant = await carol.request('POST', '/policy/v1/access/workspace/brief/policies', { principal: { identity: 'rita', type: 'user' }, role: 'reader', pattern: 'brief.data.*' });
       expect(grant.statusCode).toBe(201);
       const nextOf = (res: { json(): any }) => res.json()['@odata.nextLink'].replace(/^https?:\/\/[^/]+/, '');
+      const before = rangeFiles();
       const first = await rows(rita, 'brief/data/items?$top=1000');
       expect(first.statusCode).toBe(200);
+      const ritasCursor = [...rangeFiles()].filter((name) => !before.has(name));
+      expect(ritasCursor.length).toBeGreaterThan(0);
       expect((await carol.request('DELETE', `/policy/v1/access/workspace/brief/policies/${grant.json().policy_id}`)).statusCode).toBe(200);
       expect((await get(carol, nextOf(first))).statusCode).toBe(200); // the link itself still works, for a caller who may read
+      // Rita's cursor reads her next page while she is authorized, and drops it, with its files, on the 403.
       expect((await get(rita, nextOf(first))).statusCode).toBe(403);
+      await vi.waitFor(() => expect(ritasCursor.filter((name) => rangeFiles().has(name))).toEqual([]));
 
       const own = await rows(carol, 'brief/data/items?$top=1000');
       expect(own.statusCode).toBe(200);

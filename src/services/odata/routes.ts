@@ -76,18 +76,16 @@ export const odataRoutes =
       const datasetRows = async (request: FastifyRequest, reply: FastifyReply, address: DatasetAddress) => {
         const options = parseRowsOptions(query(request));
         const caller = principalOf(request);
-        const version = await odata.version(caller, address);
-        const { workspace, collection, dataset } = version.ref;
         const shaped = options.select !== undefined || options.apply !== undefined;
         const { body, closed } = await deps.pages.open({
           caller,
-          version,
+          version: odata.version(caller, address),
           options,
           url: request.url,
           publicUrl: (url) => `${deps.baseUrl()}${url.replace(/^\/odata/, '')}`,
           // The dataset's own $metadata, where its entity set always has the plain name.
-          contextUrl: (columns) =>
-            `${root()}/${workspace}/${collection}/${encodeURIComponent(dataset + formatLabel(address))}/$metadata#${entitySetName(version.ref)}` +
+          contextUrl: ({ ref }, columns) =>
+            `${root()}/${ref.workspace}/${ref.collection}/${encodeURIComponent(ref.dataset + formatLabel(address))}/$metadata#${entitySetName(ref)}` +
             (shaped ? `(${columns.join(',')})` : ''),
         });
         // Stops the query when the client goes away mid-page, or lets the page's buffer be reused.
