@@ -1,4 +1,5 @@
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
+import fs from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -61,5 +62,23 @@ describe('lakeport CLI', () => {
     );
     expect(error?.code).toBe(2);
     expect(error?.stderr).toMatch(/PORT/);
+  });
+
+  it.runIf(!TEST_DATABASE_URL)('refuses the embedded database while another process has it open', async () => {
+    const holder = spawn('sleep', ['30']);
+    const lock = path.join(data.dir, 'pgdata.lock');
+    try {
+      fs.writeFileSync(lock, String(holder.pid));
+      const error = await lakeport('migrate').then(
+        () => undefined,
+        (e: { code: number; stderr: string }) => e,
+      );
+      expect(error?.code).toBe(1);
+      expect(error?.stderr).toContain(`is open in process ${holder.pid}`);
+      expect(error?.stderr).toContain('DATABASE_URL');
+    } finally {
+      holder.kill();
+      fs.rmSync(lock, { force: true });
+    }
   });
 });

@@ -54,6 +54,38 @@ describe(`metadata database (${TEST_DATABASE_URL ? 'PostgreSQL' : 'PGlite'})`, (
   });
 });
 
+describe('Db.changes', () => {
+  let t: TestDb;
+  beforeAll(async () => {
+    t = await createTestDb();
+  });
+  afterAll(async () => t.dispose());
+
+  it.runIf(!TEST_DATABASE_URL)('moves before every statement that may write, and stands still for plain SELECTs (PGlite)', async () => {
+    const { kysely, changes } = t.db;
+    const moves = async (run: () => Promise<unknown>) => {
+      const before = changes!();
+      await run();
+      return changes!() - before;
+    };
+    await sql`CREATE TABLE changes_test (id int PRIMARY KEY)`.execute(kysely);
+    const test = kysely.withTables<{ changes_test: { id: number } }>();
+    expect(await moves(() => kysely.selectFrom('workspaces').selectAll().execute())).toBe(0);
+    expect(await moves(() => test.insertInto('changes_test').values({ id: 1 }).execute())).toBe(1);
+    expect(await moves(() => test.updateTable('changes_test').set({ id: 2 }).execute())).toBe(1);
+    expect(await moves(() => test.deleteFrom('changes_test').execute())).toBe(1);
+    // Raw SQL, a SELECT with a WITH clause (which may write), and a transaction count as writes.
+    expect(await moves(() => sql`SELECT 1`.execute(kysely))).toBe(1);
+    expect(await moves(() => kysely.with('w', (db) => db.selectFrom('workspaces').select('name')).selectFrom('w').selectAll().execute())).toBe(1);
+    expect(await moves(() => kysely.transaction().execute((trx) => trx.selectFrom('workspaces').selectAll().execute()))).toBe(2); // BEGIN, COMMIT
+    expect(await moves(() => t.db.scriptTransaction((tx) => tx.query('SELECT 1')))).toBeGreaterThan(0);
+  });
+
+  it.runIf(TEST_DATABASE_URL)('is not kept where other processes may write (PostgreSQL)', () => {
+    expect(t.db.changes).toBeUndefined();
+  });
+});
+
 describe.runIf(TEST_DATABASE_URL)('migrations under concurrency (PostgreSQL)', () => {
   it('lets only one of several starting servers migrate', async () => {
     const { url, drop } = await createPostgresDatabaseUrl();

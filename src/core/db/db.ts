@@ -12,6 +12,12 @@ export interface Db {
   readonly driver: 'pglite' | 'postgres';
   /** Runs `fn` in one transaction on a single connection, for scripts that Kysely's prepared statements cannot carry. */
   scriptTransaction<T>(fn: (tx: ScriptTransaction) => Promise<T>): Promise<T>;
+  /**
+   * For a database that only this process writes (embedded PGlite): a count that moves before every
+   * statement that may change data is sent, so what was read while it stood still is still true.
+   * Undefined where other processes may write (PostgreSQL).
+   */
+  readonly changes?: () => number;
   close(): Promise<void>;
 }
 

@@ -6,11 +6,13 @@ import {
   PostgresAdapter,
   PostgresIntrospector,
   PostgresQueryCompiler,
+  SelectQueryNode,
   type DatabaseConnection,
   type Driver,
   type QueryResult,
 } from 'kysely';
 import { inTransaction, type Db } from './db.ts';
+import { lockDirectory } from './dir-lock.ts';
 import { Mutex } from './mutex.ts';
 import type { Database } from './schema.ts';
 
@@ -22,6 +24,8 @@ type Reply = { id: number; result?: { rows: unknown[]; affectedRows?: number }; 
  * the process alive only while a statement is pending.
  */
 class PgliteThread {
+  /** Moves before every statement that may write (see Db.changes). */
+  changes = 0;
   private readonly pending = new Map<number, { resolve(reply: Reply): void; reject(error: Error): void }>();
   private next = 0;
   private exited?: Error;
@@ -93,6 +97,11 @@ class PgliteThread {
   }
 }
 
+/** A SELECT without a WITH clause (which could hold an INSERT, UPDATE or DELETE) reads only. */
+function readsOnly(compiled: CompiledQuery): boolean {
+  return SelectQueryNode.is(compiled.query) && compiled.query.with === undefined;
+}
+
 class ThreadConnection implements DatabaseConnection {
   constructor(
     private readonly thread: PgliteThread,
@@ -100,6 +109,7 @@ class ThreadConnection implements DatabaseConnection {
   ) {}
 
   async executeQuery<R>(compiled: CompiledQuery): Promise<QueryResult<R>> {
+    if (!readsOnly(compiled)) this.thread.changes++;
     const { rows, affectedRows } = await this.thread.query(compiled.sql, compiled.parameters);
     return { rows: rows as R[], ...(affectedRows === undefined ? {} : { numAffectedRows: BigInt(affectedRows) }) };
   }
@@ -149,8 +159,18 @@ class ThreadDriver implements Driver {
  * about a second.
  */
 export async function openPglite(dataDir: string | undefined, template?: Blob): Promise<Db> {
-  if (dataDir) fs.mkdirSync(dataDir, { recursive: true });
-  const thread = await PgliteThread.start(dataDir, template);
+  // One process only: two would corrupt the cluster, and Db.changes counts this process's writes.
+  const unlock = dataDir
+    ? lockDirectory(dataDir, (pid) => `the embedded database in ${dataDir} is open in process ${pid}: stop that process first, or set DATABASE_URL so that several processes share PostgreSQL`)
+    : () => undefined;
+  let thread: PgliteThread;
+  try {
+    if (dataDir) fs.mkdirSync(dataDir, { recursive: true });
+    thread = await PgliteThread.start(dataDir, template);
+  } catch (error) {
+    unlock();
+    throw error;
+  }
   const mutex = new Mutex();
   const kysely = new Kysely<Database>({
     dialect: {
@@ -166,17 +186,23 @@ export async function openPglite(dataDir: string | undefined, template?: Blob): 
     async scriptTransaction(fn) {
       const release = await mutex.acquire();
       try {
+        // Scripts are taken to write.
         const session = {
-          exec: (sql: string) => thread.exec(sql),
-          query: async <R>(sql: string, params: unknown[] = []) => (await thread.query(sql, params)).rows as R[],
+          exec: (sql: string) => (thread.changes++, thread.exec(sql)),
+          query: async <R>(sql: string, params: unknown[] = []) => (thread.changes++, (await thread.query(sql, params)).rows as R[]),
         };
         return await inTransaction(session, fn);
       } finally {
         release();
       }
     },
+    changes: () => thread.changes,
     async close() {
-      await kysely.destroy();
+      try {
+        await kysely.destroy();
+      } finally {
+        unlock();
+      }
     },
   };
 }

@@ -1,0 +1,31 @@
+import fs from 'node:fs';
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/**
+ * Claims `dir` for this process with a lock file beside it (`<dir>.lock`, holding the pid), and
+ * returns the release. Refuses while another live process holds it; a lock left by a process that
+ * stopped is taken over.
+ */
+export function lockDirectory(dir: string, refusal: (pid: number) => string): () => void {
+  const lock = `${dir}.lock`;
+  for (;;) {
+    try {
+      fs.writeFileSync(lock, String(process.pid), { flag: 'wx' });
+      return () => fs.rmSync(lock, { force: true });
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+    }
+    const holder = Number.parseInt(fs.readFileSync(lock, 'utf8'), 10);
+    // (The same pid is a restart that reused it, as in a container.)
+    if (Number.isInteger(holder) && holder !== process.pid && alive(holder)) throw new Error(refusal(holder));
+    fs.rmSync(lock, { force: true });
+  }
+}

@@ -1,0 +1,53 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestApp, type TestApp } from '../../../test/harness.ts';
+import { createWorkspace, signIn, type TestUser } from '../../../test/clients.ts';
+import { seedSnapshot } from '../../../test/seed.ts';
+import { DatasetAccessLookup } from './lookup.ts';
+
+const REF = { workspace: 'look', collection: 'sales', dataset: 'orders' };
+
+describe('DatasetAccessLookup', () => {
+  let t: TestApp;
+  let owner: TestUser;
+
+  beforeAll(async () => {
+    t = await createTestApp({}, { workers: false });
+    owner = await signIn(t.app, t.adminToken, 'olive');
+    await createWorkspace(owner, 'look');
+    await seedSnapshot(t, REF, [{ name: 'n', type: 'BIGINT', nullable: false }], 'SELECT 1 AS n');
+  });
+  afterAll(async () => t?.close());
+
+  it("finds the caller's grants, whether the workspace is active, and the dataset", async () => {
+    const lookup = new DatasetAccessLookup(t.db);
+    const access = await lookup.find('olive', REF);
+    expect(access.grants).toEqual([{ pattern: 'look.*', role: 'owner' }]);
+    expect(access.workspaceActive).toBe(true);
+    expect(access.dataset).toMatchObject({ workspace: 'look', collection: 'sales', name: 'orders' });
+    expect(await lookup.find('olive', { ...REF, dataset: 'missing' })).toMatchObject({ dataset: undefined, workspaceActive: true });
+    expect(await lookup.find('nobody', REF)).toMatchObject({ grants: [] });
+  });
+
+  const grantReader = (identity: string, dataset: string) =>
+    owner.request('POST', '/policy/v1/access/workspace/look/policies', { principal: { identity, type: 'user' }, role: 'reader', pattern: `look.sales.${dataset}` });
+
+  it('answers again from memory while nothing was written, and reads afresh after any write', async () => {
+    // The real database, with a change count the test moves itself.
+    let changes = 0;
+    const lookup = new DatasetAccessLookup({ ...t.db, changes: () => changes });
+    const first = await lookup.find('rita', REF);
+    expect(first.grants).toEqual([]);
+    expect((await grantReader('rita', 'orders')).statusCode).toBe(201);
+    // The count stood still, so the answer is the one kept (the database was not asked).
+    expect(await lookup.find('rita', REF)).toBe(first);
+    changes++;
+    expect((await lookup.find('rita', REF)).grants).toEqual([{ pattern: 'look.sales.orders', role: 'reader' }]);
+  });
+
+  it('reads every time where other processes may write', async () => {
+    const lookup = new DatasetAccessLookup({ ...t.db, changes: undefined });
+    expect((await lookup.find('sam', REF)).grants).toEqual([]);
+    expect((await grantReader('sam', 'orders')).statusCode).toBe(201);
+    expect((await lookup.find('sam', REF)).grants).toEqual([{ pattern: 'look.sales.orders', role: 'reader' }]);
+  });
+});
