@@ -1,4 +1,7 @@
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import {
   CompiledQuery,
@@ -153,6 +156,16 @@ class ThreadDriver implements Driver {
   }
 }
 
+/** Runs initdb for a directory without a cluster in a child process (pglite-init.js), which takes initdb's memory with it. */
+async function createCluster(dataDir: string): Promise<void> {
+  if (fs.existsSync(path.join(dataDir, 'PG_VERSION'))) return;
+  const child = spawn(process.execPath, [fileURLToPath(new URL('./pglite-init.js', import.meta.url)), dataDir], { stdio: ['ignore', 'ignore', 'pipe'] });
+  let stderr = '';
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const code = await new Promise<number | null>((resolve, reject) => child.once('error', reject).once('exit', resolve));
+  if (code !== 0) throw new Error(`creating the embedded database in ${dataDir} failed (exit code ${code}): ${stderr.trim().split('\n').at(-1) ?? ''}`);
+}
+
 /**
  * Embedded PostgreSQL, on a thread of its own. `dataDir` undefined keeps everything in memory;
  * `template` (a data-directory dump) skips initdb, which tests use to start a fresh database in
@@ -165,7 +178,10 @@ export async function openPglite(dataDir: string | undefined, template?: Blob): 
     : () => undefined;
   let thread: PgliteThread;
   try {
-    if (dataDir) fs.mkdirSync(dataDir, { recursive: true });
+    if (dataDir) {
+      fs.mkdirSync(dataDir, { recursive: true });
+      if (!template) await createCluster(dataDir);
+    }
     thread = await PgliteThread.start(dataDir, template);
   } catch (error) {
     unlock();
