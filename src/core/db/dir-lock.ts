@@ -16,16 +16,23 @@ function alive(pid: number): boolean {
  */
 export function lockDirectory(dir: string, refusal: (pid: number) => string): () => void {
   const lock = `${dir}.lock`;
-  for (;;) {
-    try {
-      fs.writeFileSync(lock, String(process.pid), { flag: 'wx' });
-      return () => fs.rmSync(lock, { force: true });
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+  // Written aside, then linked into place: a lock file is never seen empty.
+  const mine = `${lock}.${process.pid}`;
+  fs.writeFileSync(mine, String(process.pid));
+  try {
+    for (;;) {
+      try {
+        fs.linkSync(mine, lock);
+        return () => fs.rmSync(lock, { force: true });
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+      }
+      const holder = Number.parseInt(fs.readFileSync(lock, 'utf8'), 10);
+      // (The same pid is a restart that reused it, as in a container.)
+      if (Number.isInteger(holder) && holder !== process.pid && alive(holder)) throw new Error(refusal(holder));
+      fs.rmSync(lock, { force: true });
     }
-    const holder = Number.parseInt(fs.readFileSync(lock, 'utf8'), 10);
-    // (The same pid is a restart that reused it, as in a container.)
-    if (Number.isInteger(holder) && holder !== process.pid && alive(holder)) throw new Error(refusal(holder));
-    fs.rmSync(lock, { force: true });
+  } finally {
+    fs.rmSync(mine, { force: true });
   }
 }
