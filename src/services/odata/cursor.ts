@@ -5,6 +5,7 @@ import { BufferPool, JsonLinesFile, PageText } from './json-lines.ts';
 import { jsonColumnsSql } from './json-rows.ts';
 import type { RowsQuery } from './rows.ts';
 
+/** A range's source rows, at least and at most. */
 const MIN_RANGE_ROWS = 2_048;
 const MAX_RANGE_ROWS = 2_000_000;
 /** A range aims at about this much JSON, which waits in a scratch file until its pages are taken. */
