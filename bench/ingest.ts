@@ -15,7 +15,7 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
-import { freshDatabase, json, median, setUp } from './lib/lake.ts';
+import { json, median, setUp } from './lib/lake.ts';
 import { startServer } from './lib/server.ts';
 
 const ROWS = Number(process.env.BENCH_ROWS ?? 5_000_000);
@@ -154,11 +154,7 @@ interface Upload {
 }
 
 async function serviceSession() {
-  const database = process.env.DATABASE_URL ? await freshDatabase(process.env.DATABASE_URL) : undefined;
-  const server = await startServer(database ? { env: { DATABASE_URL: database.url } } : {}).catch(async (error: unknown) => {
-    await database?.drop();
-    throw error;
-  });
+  const server = await startServer();
   const { url, adminToken } = server;
   const pid = await serverPid();
   const { auth } = await setUp(url, adminToken);
@@ -200,12 +196,9 @@ async function serviceSession() {
   };
   return {
     upload,
-    database: database?.label ?? 'PGlite',
+    database: server.database,
     peak: () => server.peakRssBytes(),
-    stop: async () => {
-      await server.stop();
-      await database?.drop();
-    },
+    stop: () => server.stop(),
   };
 }
 

@@ -13,7 +13,7 @@ import fsp from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
-import { freshDatabase, median, percentile, setUp, uploadParquet, type Api } from './lib/lake.ts';
+import { median, percentile, setUp, uploadParquet, type Api } from './lib/lake.ts';
 import { closeConnections, requestJson } from './lib/http.ts';
 import { startServer } from './lib/server.ts';
 
@@ -30,17 +30,6 @@ const RAW_AGGREGATE = (files: string[]) => `SELECT category, count(*), sum(amoun
 const mb = (bytes: number | undefined) => (bytes === undefined ? 'n/a' : `${(bytes / 1e6).toFixed(0)} MB`);
 const ms = (n: number) => `${n.toFixed(1)} ms`;
 const verdict = (ok: boolean) => (ok ? 'ok' : 'MISSED');
-
-/** The metadata database the server will use, for the report (no password). */
-function databaseLabel(url: string | undefined): string {
-  if (!url) return 'PGlite (embedded, in the data directory)';
-  try {
-    const u = new URL(url);
-    return `PostgreSQL (${u.host}${u.pathname}, a fresh database next to the one DATABASE_URL names, dropped afterwards)`;
-  } catch {
-    return 'PostgreSQL';
-  }
-}
 
 /** The pid of the server process (our child running `lakeport.js serve`). */
 function serverPid(): number | undefined {
@@ -197,16 +186,14 @@ export async function run(): Promise<void> {
   const loadBefore = os.loadavg();
   let server: Awaited<ReturnType<typeof startServer>> | undefined;
   let engines: ReturnType<typeof watchEngines> | undefined;
-  let database: Awaited<ReturnType<typeof freshDatabase>> | undefined;
   try {
     const file = path.join(dir, 'orders.parquet');
     process.stderr.write(`generating ${ROWS.toLocaleString()} rows of Parquet...\n`);
     await makeParquet(file);
     const size = (await fsp.stat(file)).size;
 
-    if (process.env.DATABASE_URL) database = await freshDatabase(process.env.DATABASE_URL);
     server = await startServer({
-      env: { LAKEPORT_DATA_DIR: dataDir, LAKEPORT_JOB_WORKERS: String(CLIENTS), LAKEPORT_ACCESS_TOKEN_TTL_SECONDS: '7200', ...(database ? { DATABASE_URL: database.url } : {}) },
+      env: { LAKEPORT_DATA_DIR: dataDir, LAKEPORT_JOB_WORKERS: String(CLIENTS), LAKEPORT_ACCESS_TOKEN_TTL_SECONDS: '7200' },
     });
     engines = watchEngines(path.join(dataDir, 'tmp', 'scratch', 'spill'));
     const pid = serverPid();
@@ -278,7 +265,7 @@ export async function run(): Promise<void> {
     process.stdout.write(
       `\nLakeport jobs benchmark: ${ROWS.toLocaleString()} rows (${(size / 1e6).toFixed(1)} MB Parquet, ${files.length} committed file(s)), ` +
         `${CLIENTS} job workers (node ${process.version}, ${os.cpus().length} cores)\n` +
-        `metadata database: ${databaseLabel(database?.url)}\n` +
+        `metadata database: ${server.database}${server.database === 'PGlite' ? '' : ' (a fresh database beside the one DATABASE_URL names, dropped afterwards)'}\n` +
         `load average 1/5/15 min: ${loadBefore.map((l) => l.toFixed(2)).join(' ')} before, ${loadAfter.map((l) => l.toFixed(2)).join(' ')} after\n` +
         `upload (footer negotiate + accept + data + commit): ${loaded.seconds.toFixed(1)} s\n` +
         `(a) SELECT 1 submit -> succeeded -> first page: median ${ms(overhead)}, p95 ${ms(percentile(latencies, 0.95))}, min ${ms(Math.min(...latencies))} ` +
@@ -298,7 +285,6 @@ export async function run(): Promise<void> {
     closeConnections();
     engines?.close();
     await server?.stop();
-    await database?.drop();
     await fsp.rm(dir, { recursive: true, force: true });
   }
 }

@@ -9,7 +9,7 @@ import path from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { PageReader, type Client } from './lib/page-reader.ts';
 import { startServer } from './lib/server.ts';
-import { freshDatabase, median, setUp, uploadParquet, type Api } from './lib/lake.ts';
+import { median, setUp, uploadParquet, type Api } from './lib/lake.ts';
 
 const ROWS = Number(process.env.BENCH_ROWS ?? 1_000_000);
 const RUNS = 5;
@@ -68,15 +68,12 @@ export async function run(): Promise<void> {
   const loadBefore = os.loadavg()[0];
   const dir = await fsp.mkdtemp(path.join(os.tmpdir(), 'lakeport-odata-bench-'));
   let server: Awaited<ReturnType<typeof startServer>> | undefined;
-  // With DATABASE_URL, a database of this run's own (dropped afterwards), never the one it names.
-  let database: Awaited<ReturnType<typeof freshDatabase>> | undefined;
   const reader = new PageReader();
   try {
     const file = path.join(dir, 'orders.parquet');
     process.stderr.write(`generating ${ROWS.toLocaleString()} rows of Parquet...\n`);
     await makeParquet(file);
-    if (process.env.DATABASE_URL) database = await freshDatabase(process.env.DATABASE_URL);
-    server = await startServer({ env: { LAKEPORT_ACCESS_TOKEN_TTL_SECONDS: '7200', ...(database ? { DATABASE_URL: database.url } : {}) } });
+    server = await startServer({ env: { LAKEPORT_ACCESS_TOKEN_TTL_SECONDS: '7200' } });
     const api = await setUp(server.url, server.adminToken);
     const loaded = await uploadParquet(api, file, 'bench.orders.daily');
     if (loaded.rows !== ROWS) throw new Error(`committed ${loaded.rows} rows, expected ${ROWS}`);
@@ -135,7 +132,6 @@ export async function run(): Promise<void> {
   } finally {
     await reader.close();
     await server?.stop();
-    await database?.drop();
     await fsp.rm(dir, { recursive: true, force: true });
   }
 }

@@ -3,7 +3,6 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
-import pg from 'pg';
 import { inject } from 'vitest';
 import { buildApp, type AppDeps, type AppOptions } from '../src/app.ts';
 import { Sealer } from '../src/core/crypto/index.ts';
@@ -11,6 +10,7 @@ import { migrate, openDatabase, type Db } from '../src/core/db/index.ts';
 import { AdminToken, PublicUrl } from '../src/core/http/index.ts';
 import { Ingestor, RowReader, SqlAnalyzer } from '../src/core/engine/index.ts';
 import { LocalBlobStore } from '../src/core/storage/index.ts';
+import { createDatabaseBeside } from './pg-database.ts';
 
 /** Where the suite keeps metadata: PostgreSQL when DATABASE_URL is set (CI runs both), else PGlite in memory. */
 export const TEST_DATABASE_URL = process.env.DATABASE_URL;
@@ -28,29 +28,16 @@ export interface TestDb {
   dispose(): Promise<void>;
 }
 
-async function adminQuery(sql: string) {
-  const client = new pg.Client({ connectionString: TEST_DATABASE_URL });
-  await client.connect();
-  try {
-    await client.query(sql);
-  } finally {
-    await client.end();
-  }
-}
-
 /** A fresh, empty database (its own PostgreSQL database, or an in-memory PGlite), migrated. */
 export async function createTestDb(options: { migrate?: boolean } = {}): Promise<TestDb> {
   let db: Db;
   let dispose: () => Promise<void>;
   if (TEST_DATABASE_URL) {
-    const name = `lakeport_test_${crypto.randomBytes(6).toString('hex')}`;
-    await adminQuery(`CREATE DATABASE ${name}`);
-    const url = new URL(TEST_DATABASE_URL);
-    url.pathname = `/${name}`;
-    db = await openDatabase({ databaseUrl: url.toString() });
+    const database = await createPostgresDatabaseUrl();
+    db = await openDatabase({ databaseUrl: database.url });
     dispose = async () => {
       await db.close();
-      await adminQuery(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await database.drop();
     };
   } else {
     db = await openDatabase({ dataDir: 'memory', template: await pgliteTemplate() });
@@ -63,11 +50,7 @@ export async function createTestDb(options: { migrate?: boolean } = {}): Promise
 /** The URL of a fresh database, for tests that open several connections to one database. */
 export async function createPostgresDatabaseUrl(): Promise<{ url: string; drop(): Promise<void> }> {
   if (!TEST_DATABASE_URL) throw new Error('DATABASE_URL is not set');
-  const name = `lakeport_test_${crypto.randomBytes(6).toString('hex')}`;
-  await adminQuery(`CREATE DATABASE ${name}`);
-  const url = new URL(TEST_DATABASE_URL);
-  url.pathname = `/${name}`;
-  return { url: url.toString(), drop: () => adminQuery(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`) };
+  return createDatabaseBeside(TEST_DATABASE_URL, 'lakeport_test');
 }
 
 export function tempDir(prefix = 'lakeport-test-'): { dir: string; remove(): void } {

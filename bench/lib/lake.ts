@@ -2,8 +2,6 @@
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
-import crypto from 'node:crypto';
-import pg from 'pg';
 
 export interface Api {
   url: string;
@@ -89,25 +87,4 @@ export async function uploadParquet(api: Api, file: string, destination: string)
     await fetch(`${api.url}/upload/v2/contracts/${contract.contract_id}/commit`, { method: 'POST', headers: { ...api.auth, 'idempotency-key': `bench-${contract.contract_id}` } }),
   );
   return { contractId: contract.contract_id, rows: commit.rows_written, seconds: (performance.now() - start) / 1000 };
-}
-
-/**
- * With DATABASE_URL, a fresh database next to the one it names, dropped afterwards: every run starts
- * empty (its signing keys are sealed with this run's master key, its idempotency keys are its own).
- */
-export async function freshDatabase(adminUrl: string): Promise<{ url: string; label: string; drop(): Promise<void> }> {
-  const name = `lakeport_bench_${crypto.randomBytes(6).toString('hex')}`;
-  const admin = async (statement: string) => {
-    const client = new pg.Client({ connectionString: adminUrl });
-    await client.connect();
-    try {
-      await client.query(statement);
-    } finally {
-      await client.end();
-    }
-  };
-  await admin(`CREATE DATABASE ${name}`);
-  const url = new URL(adminUrl);
-  url.pathname = `/${name}`;
-  return { url: url.toString(), label: `PostgreSQL ${url.host}/${name}`, drop: () => admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`) };
 }

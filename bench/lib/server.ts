@@ -6,14 +6,17 @@ import os from 'node:os';
 import path from 'node:path';
 import readline from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { createDatabaseBeside } from '../../test/pg-database.ts';
 
 export interface BenchServer {
   /** Base URL the server listens on, e.g. `http://127.0.0.1:41234`. */
   url: string;
   adminToken: string;
+  /** Where its metadata is, for reports: `PGlite` or `PostgreSQL <host>/<database>`. */
+  database: string;
   /** The server process's peak resident memory so far (Linux VmHWM), in bytes. */
   peakRssBytes(): Promise<number | undefined>;
-  /** Stops the server (SIGTERM, SIGKILL after 5 s) and removes its data directory. Idempotent. */
+  /** Stops the server (SIGTERM, SIGKILL after 5 s) and removes its data directory and database. Idempotent. */
   stop(): Promise<void>;
 }
 
@@ -34,10 +37,14 @@ export async function startServer(options: StartOptions = {}): Promise<BenchServ
   const dataDir = await fs.mkdtemp(path.join(os.tmpdir(), 'lakeport-bench-'));
   const adminToken = `bench_${crypto.randomBytes(24).toString('base64url')}`;
 
+  // With DATABASE_URL, a fresh database beside the one it names (never that one), dropped by stop():
+  // every run starts empty, its signing keys sealed with this run's master key.
+  const adminUrl = options.env?.DATABASE_URL ?? process.env.DATABASE_URL;
+  const database = adminUrl ? await createDatabaseBeside(adminUrl, 'lakeport_bench') : undefined;
+
   // The caller's environment minus any Lakeport settings, so e.g. a LAKEPORT_PUBLIC_URL cannot
-  // change the issuer; DATABASE_URL (and the master key that goes with that database) pass through.
+  // change the issuer.
   const env: NodeJS.ProcessEnv = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('LAKEPORT_')));
-  if (process.env.LAKEPORT_MASTER_KEY && process.env.DATABASE_URL) env.LAKEPORT_MASTER_KEY = process.env.LAKEPORT_MASTER_KEY;
   Object.assign(env, {
     PORT: '0',
     HOST: '127.0.0.1',
@@ -45,6 +52,7 @@ export async function startServer(options: StartOptions = {}): Promise<BenchServ
     LAKEPORT_LOG_LEVEL: 'warn',
     LAKEPORT_ADMIN_TOKEN: adminToken,
     ...options.env,
+    ...(database ? { DATABASE_URL: database.url } : {}),
   });
 
   const child = spawn(process.execPath, [...(options.nodeArgs ?? process.env.BENCH_SERVER_NODE_ARGS?.split(' ').filter(Boolean) ?? []), path.join(ROOT, 'bin/lakeport.js'), 'serve'], {
@@ -65,6 +73,7 @@ export async function startServer(options: StartOptions = {}): Promise<BenchServ
         clearTimeout(timer);
       }
       await fs.rm(dataDir, { recursive: true, force: true });
+      await database?.drop();
     })());
   // Ctrl-C on the benchmark still cleans up the server and its data directory.
   const onSignal = (signal: NodeJS.Signals) => void stop().then(() => process.exit(signal === 'SIGINT' ? 130 : 143));
@@ -96,7 +105,8 @@ export async function startServer(options: StartOptions = {}): Promise<BenchServ
       const kb = /VmHWM:\s+(\d+) kB/.exec(status)?.[1];
       return kb === undefined ? undefined : Number(kb) * 1024;
     };
-    return { url, adminToken, peakRssBytes, stop };
+    const where = database ? `PostgreSQL ${new URL(database.url).host}/${database.name}` : 'PGlite';
+    return { url, adminToken, database: where, peakRssBytes, stop };
   } catch (error) {
     await stop();
     const output = early.length ? `\n--- server stdout ---\n${early.join('\n')}` : '';
