@@ -51,11 +51,15 @@ class PgliteThread {
     return thread;
   }
 
-  async query(sql: string, params: readonly unknown[] = []): Promise<{ rows: unknown[]; affectedRows?: number }> {
+  /** A statement; unless it `readsOnly`, `changes` moves before it is sent. */
+  async query(sql: string, params: readonly unknown[] = [], readsOnly = false): Promise<{ rows: unknown[]; affectedRows?: number }> {
+    if (!readsOnly) this.changes++;
     return (await this.send('query', sql, params)).result!;
   }
 
+  /** Statements (a script), taken to write. */
   async exec(sql: string): Promise<void> {
+    this.changes++;
     await this.send('exec', sql);
   }
 
@@ -112,8 +116,7 @@ class ThreadConnection implements DatabaseConnection {
   ) {}
 
   async executeQuery<R>(compiled: CompiledQuery): Promise<QueryResult<R>> {
-    if (!readsOnly(compiled)) this.thread.changes++;
-    const { rows, affectedRows } = await this.thread.query(compiled.sql, compiled.parameters);
+    const { rows, affectedRows } = await this.thread.query(compiled.sql, compiled.parameters, readsOnly(compiled));
     return { rows: rows as R[], ...(affectedRows === undefined ? {} : { numAffectedRows: BigInt(affectedRows) }) };
   }
 
@@ -202,10 +205,9 @@ export async function openPglite(dataDir: string | undefined, template?: Blob): 
     async scriptTransaction(fn) {
       const release = await mutex.acquire();
       try {
-        // Scripts are taken to write.
         const session = {
-          exec: (sql: string) => (thread.changes++, thread.exec(sql)),
-          query: async <R>(sql: string, params: unknown[] = []) => (thread.changes++, (await thread.query(sql, params)).rows as R[]),
+          exec: (sql: string) => thread.exec(sql),
+          query: async <R>(sql: string, params: unknown[] = []) => (await thread.query(sql, params)).rows as R[],
         };
         return await inTransaction(session, fn);
       } finally {

@@ -126,7 +126,7 @@ export class RowPages {
       contextUrl: request.contextUrl(version, asked.query.shown.columns.map((c) => c.name)),
       nextLink: (token: string) => nextLink(request, token),
       // Cursors and pages read ahead belong to this caller and this snapshot.
-      keyOf: (token: string) => `${request.caller.identity}\n${version.snapshot?.snapshot_id ?? ''}\n${pageUrl(request.url, token)}`,
+      keyOf: (token: string) => `${request.caller.identity}\n${snapshotOf(version) ?? ''}\n${pageUrl(request.url, token)}`,
     };
   }
 
