@@ -75,7 +75,7 @@ async function cpuSecondsOf(pid: number): Promise<number | undefined> {
   return (Number(fields[11]) + Number(fields[12])) / 100; // utime, stime in clock ticks (USER_HZ = 100)
 }
 
-/** The server process: our child running `lakeport.js serve`. */
+/** The server process: our child running `lakeport.cjs serve`. */
 async function serverPid(): Promise<number | undefined> {
   for (const entry of await fsp.readdir('/proc').catch(() => [] as string[])) {
     if (!/^\d+$/.test(entry)) continue;
@@ -83,7 +83,7 @@ async function serverPid(): Promise<number | undefined> {
     const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
     if (ppid !== process.pid) continue;
     const cmdline = await fsp.readFile(`/proc/${entry}/cmdline`, 'utf8').catch(() => '');
-    if (cmdline.includes('lakeport.js')) return Number(entry);
+    if (cmdline.includes('lakeport.cjs')) return Number(entry);
   }
   return undefined;
 }

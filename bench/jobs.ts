@@ -31,14 +31,14 @@ const mb = (bytes: number | undefined) => (bytes === undefined ? 'n/a' : `${(byt
 const ms = (n: number) => `${n.toFixed(1)} ms`;
 const verdict = (ok: boolean) => (ok ? 'ok' : 'MISSED');
 
-/** The pid of the server process (our child running `lakeport.js serve`). */
+/** The pid of the server process (our child running `lakeport.cjs serve`). */
 function serverPid(): number | undefined {
   for (const entry of fs.readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
     try {
       const stat = fs.readFileSync(`/proc/${entry}/stat`, 'utf8');
       const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-      if (ppid === process.pid && fs.readFileSync(`/proc/${entry}/cmdline`, 'utf8').includes('lakeport.js')) return Number(entry);
+      if (ppid === process.pid && fs.readFileSync(`/proc/${entry}/cmdline`, 'utf8').includes('lakeport.cjs')) return Number(entry);
     } catch {
       // gone meanwhile
     }

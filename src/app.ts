@@ -14,7 +14,7 @@ import type { BlobStore } from './core/storage/index.ts';
 import { catalogNamespaces, createAccountsService, type AccountService, type WorkspaceService } from './services/accounts/index.ts';
 import { AUTH_PREFIX, createAuthService, type AuthService } from './services/auth/index.ts';
 import { createPolicyService, type PolicyService } from './services/policy/index.ts';
-import { createJobsService, type ExternalReadOptions, type JobsService, type WorkerPool } from './services/jobs/index.ts';
+import { createJobsService, type ExternalReadOptions, type JobsService, type ResultPolicy, type WorkerPool } from './services/jobs/index.ts';
 import { createUploadService, type UploadService } from './services/upload/index.ts';
 import { createODataService } from './services/odata/index.ts';
 
@@ -37,6 +37,14 @@ export interface AppDeps {
     workers: number;
     memoryLimit: string;
     threads: number;
+    /** Where job queries run: a child process (`process`, as `lakeport serve` does) or this one (`inline`, the default here). */
+    isolation?: 'process' | 'inline';
+    /** Memory of all job queries together (the child process's data limit); default: workers × memoryLimit + 512 MiB. */
+    memoryBudgetBytes?: number;
+    /** Jobs of one identity running at once (default: all the workers). */
+    perIdentity?: number;
+    /** Result caps and retention (defaults: 1 GiB a job, 10 GiB an identity, 24 h). */
+    results?: Partial<ResultPolicy>;
     /** READ_* of private storage: adapter endpoints (S3: LAKEPORT_EXTERNAL_S3_ENDPOINT) and the per-job byte cap. */
     external?: ExternalReadOptions;
   };
@@ -48,6 +56,11 @@ export interface AppOptions {
   backgroundTasks?: boolean;
   /** Run query jobs in this process (`deps.jobs.workers` at once). */
   workers?: boolean;
+  /**
+   * Fastify's `trustProxy` (`LAKEPORT_TRUST_PROXY`): which proxies' X-Forwarded-For to believe, so
+   * `request.ip` — the source address that failed-attempt throttling counts by — is the client's.
+   */
+  trustProxy?: FastifyServerOptions['trustProxy'];
 }
 
 const PURGE_INTERVAL_MS = 60_000;
@@ -85,6 +98,7 @@ export async function buildApp(deps: AppDeps, options: AppOptions = {}): Promise
   const logger = options.logger === undefined ? false : options.logger;
   const app = Fastify({
     ...requestIdOptions,
+    trustProxy: options.trustProxy ?? false,
     logger: logger && typeof logger === 'object' ? { redact: REDACTED_PATHS, ...logger } : logger,
   }).withTypeProvider<ZodTypeProvider>();
   app.setValidatorCompiler(validatorCompiler);
@@ -108,6 +122,8 @@ export async function buildApp(deps: AppDeps, options: AppOptions = {}): Promise
     refreshTokenTtlDays: deps.refreshTokenTtlDays,
     billingAccountOf: (identity) => accounts.accounts.billingAccountOf(identity),
   });
+  // Before any service's routes, so a source guessing the admin token is held back everywhere.
+  app.addHook('onRequest', auth.adminTokenGuard);
   const authz = new Authorizer(new PolicyGrantSource(deps.db));
   const catalog = new Catalog(deps.db);
   const policy = createPolicyService({
@@ -159,7 +175,11 @@ export async function buildApp(deps: AppDeps, options: AppOptions = {}): Promise
     baseUrl: () => deps.publicUrl.service('/jobs'),
     timeoutMs: deps.jobs.timeoutMs,
     sandbox: { memoryLimit: deps.jobs.memoryLimit, threads: deps.jobs.threads, tempDirectory: path.join(deps.scratchDir, 'spill') },
-    worker: { concurrency: Math.max(1, deps.jobs.workers) },
+    isolation: deps.jobs.isolation ?? 'inline',
+    memoryBudgetBytes: deps.jobs.memoryBudgetBytes,
+    results: deps.jobs.results,
+    log: app.log,
+    worker: { concurrency: Math.max(1, deps.jobs.workers), perIdentity: deps.jobs.perIdentity ?? Math.max(1, deps.jobs.workers) },
     external: deps.jobs.external,
     statements: {
       policy: policy.policies,
@@ -219,6 +239,10 @@ export async function buildApp(deps: AppDeps, options: AppOptions = {}): Promise
       upload.uploads.sweepExpired().then(
         (n) => n > 0 && app.log.info({ contracts: n }, 'swept expired upload contracts'),
         (error: unknown) => app.log.error({ err: error }, 'contract sweep failed'),
+      );
+      jobs.jobs.sweepExpiredResults().then(
+        (n) => n > 0 && app.log.info({ results: n }, 'removed job results past their retention'),
+        (error: unknown) => app.log.error({ err: error }, 'result sweep failed'),
       );
     }, PURGE_INTERVAL_MS);
     purge.unref();

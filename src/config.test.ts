@@ -34,6 +34,16 @@ describe('loadConfig', () => {
     expect(loadConfig({ LAKEPORT_EXTERNAL_READ_MAX_BYTES: '' }).externalReadMaxBytes).toBe(1024 ** 3);
   });
 
+  it('reads LAKEPORT_TRUST_PROXY (the source address that throttling counts by)', () => {
+    expect(loadConfig({}).trustProxy).toBe(false);
+    expect(loadConfig({ LAKEPORT_TRUST_PROXY: 'false' }).trustProxy).toBe(false);
+    expect(loadConfig({ LAKEPORT_TRUST_PROXY: 'true' }).trustProxy).toBe(true);
+    expect(() => loadConfig({ LAKEPORT_TRUST_PROXY: '2' })).toThrow(ConfigError); // Fastify 5 ignores hop counts
+    expect(loadConfig({ LAKEPORT_TRUST_PROXY: '10.0.0.0/8, loopback,2001:db8::1' }).trustProxy).toEqual(['10.0.0.0/8', 'loopback', '2001:db8::1']);
+    expect(() => loadConfig({ LAKEPORT_TRUST_PROXY: 'proxy.example.com' })).toThrow(ConfigError);
+    expect(() => loadConfig({ LAKEPORT_TRUST_PROXY: '10.0.0.0/33' })).toThrow(ConfigError);
+  });
+
   it('treats empty values as unset', () => {
     expect(loadConfig({ DATABASE_URL: '', LAKEPORT_PUBLIC_URL: ' ' }).databaseUrl).toBeUndefined();
   });

@@ -1,5 +1,7 @@
+import net from 'node:net';
 import path from 'node:path';
 import { z } from 'zod';
+import { parseSize, SIZE } from './core/engine/sizes.ts';
 import { parseStorageUrl } from './core/storage/blob-store.ts';
 
 const port = z.coerce.number().int().min(0).max(65535);
@@ -39,11 +41,22 @@ const EnvSchema = z.object({
   LAKEPORT_REFRESH_TOKEN_TTL_DAYS: z.coerce.number().int().min(1).max(365).default(30),
   LAKEPORT_JOB_TIMEOUT_SECONDS: z.coerce.number().int().min(1).max(86_400).default(300),
   LAKEPORT_JOB_WORKERS: z.coerce.number().int().min(0).max(64).default(4),
-  LAKEPORT_JOB_MEMORY_LIMIT: z.string().regex(/^\d+(\.\d+)?\s*(KB|MB|GB|TB|KiB|MiB|GiB|TiB)$/i, 'a size such as 512MB or 2GB').default('1GB'),
+  LAKEPORT_JOB_MEMORY_LIMIT: z.string().regex(SIZE, 'a size such as 512MB or 2GB').default('1GB'),
   LAKEPORT_JOB_THREADS: z.coerce.number().int().min(1).max(64).default(2),
+  LAKEPORT_JOB_ISOLATION: z.enum(['process', 'inline']).default('process'),
+  LAKEPORT_JOB_MEMORY_BUDGET: optionalString.pipe(z.string().regex(SIZE, 'a size such as 4GB').optional()),
+  LAKEPORT_JOBS_PER_IDENTITY: optionalString.pipe(z.coerce.number<string | undefined>().int().min(1).max(64).optional()),
+  LAKEPORT_RESULT_MAX_BYTES: optionalString.pipe(z.string().regex(SIZE, 'a size such as 1GB').optional()),
+  LAKEPORT_RESULT_QUOTA_BYTES: optionalString.pipe(z.string().regex(SIZE, 'a size such as 10GB').optional()),
+  LAKEPORT_RESULT_RETENTION_HOURS: z.coerce.number().min(0.01).max(24 * 365).default(24),
   LAKEPORT_EXTERNAL_S3_ENDPOINT: optionalString.pipe(z.url({ protocol: /^https?$/ }).optional()),
   LAKEPORT_EXTERNAL_READ_MAX_BYTES: optionalString.pipe(z.coerce.number<string | undefined>().int().min(1).optional()),
   LAKEPORT_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  LAKEPORT_TRUST_PROXY: optionalString.superRefine((v, ctx) => {
+    if (v === undefined || /^(true|false)$/i.test(v)) return;
+    const bad = v.split(',').map((s) => s.trim()).filter((s) => !TRUSTED_PROXY_NAMES.includes(s) && !isAddressOrCidr(s));
+    if (bad.length > 0) ctx.addIssue({ code: 'custom', message: `not true, false, or proxy addresses/CIDRs: ${bad.join(', ')}` });
+  }),
 });
 
 export interface Config {
@@ -68,11 +81,30 @@ export interface Config {
   readonly accessTokenTtlSeconds: number;
   readonly refreshTokenTtlDays: number;
   readonly logLevel: string;
+  /**
+   * Fastify's `trustProxy` (`LAKEPORT_TRUST_PROXY`): unset/`false` → the socket's address is the
+   * client's; a comma-separated list of proxy addresses/CIDRs (or `loopback`, `linklocal`,
+   * `uniquelocal`) → X-Forwarded-For from those is believed; `true` → always (only when nothing can
+   * reach the server but the proxy). Failed-attempt throttling counts by it. (Fastify 5 ignores hop
+   * counts — it cannot check the immediate peer with one — so they are not offered.)
+   */
+  readonly trustProxy: boolean | string[];
   /** Query jobs: time limit, jobs run at once per process (0: this process runs none), and each job's DuckDB limits. */
   readonly jobTimeoutSeconds: number;
   readonly jobWorkers: number;
   readonly jobMemoryLimit: string;
   readonly jobThreads: number;
+  /** `process`: job queries run in a child process (the default); `inline`: in this process (tests). */
+  readonly jobIsolation: 'process' | 'inline';
+  /** Memory of all job queries together (`LAKEPORT_JOB_MEMORY_BUDGET`; default: workers × the per-job limit + 512 MiB). */
+  readonly jobMemoryBudgetBytes: number;
+  /** Jobs of one identity running at once (`LAKEPORT_JOBS_PER_IDENTITY`; default: half the workers, at least 1). */
+  readonly jobsPerIdentity: number;
+  /** A job's result at most (`LAKEPORT_RESULT_MAX_BYTES`, default 1 GiB); an identity's kept results at most (`LAKEPORT_RESULT_QUOTA_BYTES`, default 10 GiB). */
+  readonly resultMaxBytes: number;
+  readonly resultQuotaBytes: number;
+  /** Results are removed this long after their job finished (`LAKEPORT_RESULT_RETENTION_HOURS`, default 24). */
+  readonly resultRetentionMs: number;
   /**
    * READ_* of private storage: an S3-compatible endpoint for s3:// URLs (`LAKEPORT_EXTERNAL_S3_ENDPOINT`,
    * path-style; unset → Amazon S3), and the bytes one job may copy (`LAKEPORT_EXTERNAL_READ_MAX_BYTES`, default 1 GiB).
@@ -82,6 +114,21 @@ export interface Config {
 }
 
 export class ConfigError extends Error {}
+
+const TRUSTED_PROXY_NAMES = ['loopback', 'linklocal', 'uniquelocal'];
+
+function isAddressOrCidr(value: string): boolean {
+  const [address, bits, ...rest] = value.split('/');
+  if (rest.length > 0 || !net.isIP(address)) return false;
+  if (bits === undefined) return true;
+  return /^\d{1,3}$/.test(bits) && Number(bits) <= (net.isIPv4(address) ? 32 : 128);
+}
+
+function parseTrustProxy(value: string | undefined): boolean | string[] {
+  if (value === undefined || value.toLowerCase() === 'false') return false;
+  if (value.toLowerCase() === 'true') return true;
+  return value.split(',').map((s) => s.trim()).filter((s) => s !== '');
+}
 
 /** Parses the environment once; nothing else in the code base reads process.env. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
@@ -109,10 +156,17 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     accessTokenTtlSeconds: e.LAKEPORT_ACCESS_TOKEN_TTL_SECONDS,
     refreshTokenTtlDays: e.LAKEPORT_REFRESH_TOKEN_TTL_DAYS,
     logLevel: e.LAKEPORT_LOG_LEVEL,
+    trustProxy: parseTrustProxy(e.LAKEPORT_TRUST_PROXY),
     jobTimeoutSeconds: e.LAKEPORT_JOB_TIMEOUT_SECONDS,
     jobWorkers: e.LAKEPORT_JOB_WORKERS,
     jobMemoryLimit: e.LAKEPORT_JOB_MEMORY_LIMIT,
     jobThreads: e.LAKEPORT_JOB_THREADS,
+    jobIsolation: e.LAKEPORT_JOB_ISOLATION,
+    jobMemoryBudgetBytes: e.LAKEPORT_JOB_MEMORY_BUDGET ? parseSize(e.LAKEPORT_JOB_MEMORY_BUDGET) : Math.max(1, e.LAKEPORT_JOB_WORKERS) * parseSize(e.LAKEPORT_JOB_MEMORY_LIMIT) + 512 * 2 ** 20,
+    jobsPerIdentity: e.LAKEPORT_JOBS_PER_IDENTITY ?? Math.max(1, Math.ceil(e.LAKEPORT_JOB_WORKERS / 2)),
+    resultMaxBytes: e.LAKEPORT_RESULT_MAX_BYTES ? parseSize(e.LAKEPORT_RESULT_MAX_BYTES) : 2 ** 30,
+    resultQuotaBytes: e.LAKEPORT_RESULT_QUOTA_BYTES ? parseSize(e.LAKEPORT_RESULT_QUOTA_BYTES) : 10 * 2 ** 30,
+    resultRetentionMs: e.LAKEPORT_RESULT_RETENTION_HOURS * 3600_000,
     externalS3Endpoint: e.LAKEPORT_EXTERNAL_S3_ENDPOINT,
     externalReadMaxBytes: e.LAKEPORT_EXTERNAL_READ_MAX_BYTES ?? 1024 ** 3,
   });

@@ -5,9 +5,10 @@ import { buildApp, type AppDeps } from './app.ts';
 import type { Config } from './config.ts';
 import { loadMasterKey, readOrCreateSecretFile, Sealer } from './core/crypto/index.ts';
 import { migrate, openDatabase, type Db } from './core/db/index.ts';
+import { addServerPath } from './core/errors/index.ts';
 import { AdminToken, PublicUrl } from './core/http/index.ts';
 import { Ingestor, RowReader, SqlAnalyzer } from './core/engine/index.ts';
-import { createBlobStore } from './core/storage/index.ts';
+import { createBlobStore, parseStorageUrl } from './core/storage/index.ts';
 
 export interface Runtime {
   deps: AppDeps;
@@ -20,6 +21,10 @@ export interface Runtime {
 /** Builds everything a server, worker or CLI command needs from the parsed configuration. */
 export async function openRuntime(config: Config): Promise<Runtime> {
   fs.mkdirSync(config.dataDir, { recursive: true });
+  // No error a user sees names a path under the data directory or the lake's directory.
+  addServerPath(config.dataDir);
+  const storage = config.storageUrl ? parseStorageUrl(config.storageUrl) : undefined;
+  if (storage?.kind === 'file') addServerPath(storage.root);
   const db = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
   await migrate(db);
   const sealer = new Sealer(loadMasterKey(config.dataDir, config.masterKey));
@@ -53,6 +58,10 @@ export async function openRuntime(config: Config): Promise<Runtime> {
         workers: config.jobWorkers,
         memoryLimit: config.jobMemoryLimit,
         threads: config.jobThreads,
+        isolation: config.jobIsolation,
+        memoryBudgetBytes: config.jobMemoryBudgetBytes,
+        perIdentity: config.jobsPerIdentity,
+        results: { maxBytes: config.resultMaxBytes, quotaBytes: config.resultQuotaBytes, retentionMs: config.resultRetentionMs },
         external: { stores: { s3: { endpoint: config.externalS3Endpoint } }, maxBytes: config.externalReadMaxBytes },
       },
     },
@@ -77,7 +86,7 @@ export async function work(config: Config): Promise<void> {
 /** `lakeport serve` / `npm start`: every service from one process. */
 export async function serve(config: Config): Promise<void> {
   const runtime = await openRuntime(config);
-  const app = await buildApp(runtime.deps, { logger: { level: config.logLevel }, backgroundTasks: true, workers: true });
+  const app = await buildApp(runtime.deps, { logger: { level: config.logLevel }, backgroundTasks: true, workers: true, trustProxy: config.trustProxy });
   const address = await app.listen({ host: config.host, port: config.port });
   if (!config.publicUrl) runtime.deps.publicUrl.settle(address);
 

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPostgresDatabaseUrl, TEST_DATABASE_URL, tempDir } from './harness.ts';
 
 const run = promisify(execFile);
-const BIN = path.resolve(import.meta.dirname, '../bin/lakeport.js');
+const BIN = path.resolve(import.meta.dirname, '../bin/lakeport.cjs');
 
 describe('lakeport CLI', () => {
   const data = tempDir('lakeport-cli-');

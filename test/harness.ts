@@ -88,7 +88,7 @@ export interface TestApp {
 }
 
 /** The whole application over a fresh database, for `app.inject` route tests. */
-export async function createTestApp(overrides: Partial<AppDeps> = {}, options: { workers?: boolean; logger?: AppOptions['logger'] } = {}): Promise<TestApp> {
+export async function createTestApp(overrides: Partial<AppDeps> = {}, options: { workers?: boolean; logger?: AppOptions['logger']; trustProxy?: AppOptions['trustProxy'] } = {}): Promise<TestApp> {
   const { db, dispose } = await createTestDb();
   const lakeDir = tempDir('lakeport-lake-');
   const adminToken = `test-admin-${crypto.randomBytes(12).toString('hex')}`;
@@ -107,7 +107,7 @@ export async function createTestApp(overrides: Partial<AppDeps> = {}, options: {
     jobs: { timeoutMs: 30_000, workers: 4, memoryLimit: '256MB', threads: 1 },
     ...overrides,
   };
-  const app = await buildApp(deps, { workers: options.workers ?? true, logger: options.logger });
+  const app = await buildApp(deps, { workers: options.workers ?? true, logger: options.logger, trustProxy: options.trustProxy });
   await app.ready();
   return {
     app,

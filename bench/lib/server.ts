@@ -1,4 +1,4 @@
-// Starts a real Lakeport server (`node bin/lakeport.js serve`) as a child process for benchmarks.
+// Starts a real Lakeport server (`node bin/lakeport.cjs serve`) as a child process for benchmarks.
 import { spawn } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs/promises';
@@ -55,7 +55,7 @@ export async function startServer(options: StartOptions = {}): Promise<BenchServ
     ...(database ? { DATABASE_URL: database.url } : {}),
   });
 
-  const child = spawn(process.execPath, [...(options.nodeArgs ?? process.env.BENCH_SERVER_NODE_ARGS?.split(' ').filter(Boolean) ?? []), path.join(ROOT, 'bin/lakeport.js'), 'serve'], {
+  const child = spawn(process.execPath, [...(options.nodeArgs ?? process.env.BENCH_SERVER_NODE_ARGS?.split(' ').filter(Boolean) ?? []), path.join(ROOT, 'bin/lakeport.cjs'), 'serve'], {
     cwd: ROOT,
     env,
     stdio: ['ignore', 'pipe', 'inherit'],

@@ -231,7 +231,7 @@ describe('formatTable', () => {
 
 describe('npx lakeport upload (the real binary)', () => {
   it('is wired into the CLI and reads its environment', async () => {
-    const bin = path.resolve(import.meta.dirname, '../../bin/lakeport.js');
+    const bin = path.resolve(import.meta.dirname, '../../bin/lakeport.cjs');
     const env = { ...process.env, LAKEPORT_URL: fake.url, LAKEPORT_CLIENT_ID: CLIENT_ID, LAKEPORT_CLIENT_SECRET: CLIENT_SECRET };
     const result = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
       const child = execFile('node', [bin, 'upload', ORDERS, '--to', 'sales.raw.orders', '--accept'], { env, timeout: 60_000 }, (error, stdout, stderr) =>

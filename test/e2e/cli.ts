@@ -2,7 +2,7 @@ import { execFile } from 'node:child_process';
 import path from 'node:path';
 import { REPO_ROOT } from './server.ts';
 
-const BIN = path.join(REPO_ROOT, 'bin', 'lakeport.js');
+const BIN = path.join(REPO_ROOT, 'bin', 'lakeport.cjs');
 
 export interface CliRun {
   code: number;
@@ -10,7 +10,7 @@ export interface CliRun {
   stderr: string;
 }
 
-/** `node bin/lakeport.js …` in the repository root, no terminal; resolves with the exit code whatever it is. */
+/** `node bin/lakeport.cjs …` in the repository root, no terminal; resolves with the exit code whatever it is. */
 export function lakeport(args: string[], env: NodeJS.ProcessEnv): Promise<CliRun> {
   return new Promise((resolve, reject) => {
     execFile(process.execPath, [BIN, ...args], { cwd: REPO_ROOT, env, timeout: 110_000, maxBuffer: 16 * 1024 * 1024 }, (error, stdout, stderr) => {

@@ -35,6 +35,8 @@ export interface RunningServer {
   adminToken: string;
   /** The database the server uses when DATABASE_URL was set, else undefined (PGlite in dataDir). */
   databaseUrl: string | undefined;
+  /** The process group of `npm start` and everything it started (the server, its query host). */
+  pgid: number | undefined;
   /** Everything the server printed on stdout so far. */
   stdout(): string;
   /** Everything the server printed on stderr so far. */
@@ -219,6 +221,7 @@ export async function startServer(options: StartServerOptions = {}): Promise<Run
       dataDir,
       adminToken,
       databaseUrl: database?.url,
+      pgid: proc.pid,
       stdout: () => out,
       stderr: () => err,
       stop,

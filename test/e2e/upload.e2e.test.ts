@@ -1,6 +1,6 @@
 /**
  * End to end: `npm start` as a user runs it, then the real `lakeport upload` command as a user (or a CI
- * job) runs it — `node bin/lakeport.js upload …`, not a terminal — once on the file store and once on
+ * job) runs it — `node bin/lakeport.cjs upload …`, not a terminal — once on the file store and once on
  * the S3 store (a real S3 API server on loopback, see test/s3-server.ts). Alice gets a credential, an
  * account and workspace `sales`, uploads CSV files into `sales.orders.daily`, and the committed Parquet
  * files are read back with a fresh DuckDB straight from where the store keeps them (there is no dataset

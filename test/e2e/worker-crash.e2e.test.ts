@@ -15,7 +15,7 @@ describe.runIf(process.env.DATABASE_URL)('a worker that dies mid-job', () => {
   const workers: ChildProcess[] = [];
 
   function startWorker(): Promise<ChildProcess> {
-    const child = spawn(process.execPath, [path.join(REPO_ROOT, 'bin/lakeport.js'), 'worker'], {
+    const child = spawn(process.execPath, [path.join(REPO_ROOT, 'bin/lakeport.cjs'), 'worker'], {
       cwd: REPO_ROOT,
       env: { ...process.env, DATABASE_URL: server.databaseUrl!, LAKEPORT_DATA_DIR: server.dataDir, LAKEPORT_LOG_LEVEL: 'warn', LAKEPORT_JOB_WORKERS: '1' },
       stdio: ['ignore', 'pipe', 'inherit'],

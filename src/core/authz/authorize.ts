@@ -106,7 +106,15 @@ export class Authorizer {
 
   /** Throws 403 `PERMISSION_DENIED` unless the caller holds at least `need` on the resource. */
   async require(principal: Principal, need: Role, resource: Resource): Promise<Role> {
-    const role = await this.roleOn(principal, resource);
+    return this.requireFrom(principal, await this.grants.grantsOf(principal.identity, resource.workspace), need, resource);
+  }
+
+  /**
+   * As `require`, given the caller's grants in the resource's workspace (looked up with
+   * `grantsQuery`, for instance inside the transaction that is about to act on them).
+   */
+  requireFrom(principal: Principal, grants: readonly Grant[], need: Role, resource: Resource): Role {
+    const role = effectiveRole(grants, principal.permissions, resource);
     if (role === null || !roleAtLeast(role, need)) {
       throw AppError.forbidden(
         `'${principal.identity}' needs the ${need} role on ${describe(resource)}${role ? ` (holds ${role})` : ''}`,

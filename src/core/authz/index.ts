@@ -10,4 +10,14 @@ export {
 } from './patterns.ts';
 export { SCOPES, DEFAULT_SCOPES, type Principal, type Scope } from './principal.ts';
 export { permissionsWithin } from './narrowing.ts';
+export {
+  isNarrowed,
+  manageRefusal,
+  mayManage,
+  requireManage,
+  mayAccessOwned,
+  seesOnlyNarrowedRecords,
+  type ManagementAction,
+  type ManagementTarget,
+} from './manage.ts';
 export { Authorizer, PolicyGrantSource, effectiveRole, grantsQuery, type Grant, type GrantSource } from './authorize.ts';

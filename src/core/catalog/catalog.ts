@@ -248,13 +248,20 @@ export class Catalog {
   /**
    * A commit that may first create its dataset (`create`: 409 ALREADY_EXISTS when someone else created
    * it meanwhile) and that runs the caller's own writes (`within`) in the same transaction, so a
-   * dataset, its first snapshot and the writer's bookkeeping appear together or not at all.
+   * dataset, its first snapshot and the writer's bookkeeping appear together or not at all. `before`
+   * runs first in that transaction: the writer locks and checks its own records there (throwing
+   * commits nothing), and holds them until the commit is done.
    */
   async commitWith(
     input: Omit<CommitInput, 'dataset'> & { dataset?: DatasetKey },
-    options: { create?: { ref: DatasetRef; definition: DatasetDefinition }; within?: (trx: Executor, snapshot: Snapshot) => Promise<void> } = {},
+    options: {
+      create?: { ref: DatasetRef; definition: DatasetDefinition };
+      before?: (trx: Executor) => Promise<void>;
+      within?: (trx: Executor, snapshot: Snapshot) => Promise<void>;
+    } = {},
   ): Promise<Snapshot> {
     return this.transaction(async (trx) => {
+      await options.before?.(trx);
       const dataset = options.create ? (await insertDatasetIn(trx, options.create.ref, options.create.definition, input.author)).dataset_id : input.dataset;
       if (dataset === undefined) throw new AppError(400, 'INVALID_COMMIT', 'A commit needs a dataset');
       const snapshot = await commitSnapshotIn(trx, { ...input, dataset });

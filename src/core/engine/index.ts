@@ -5,5 +5,9 @@ export { SqlAnalyzer, FILE_OR_ENVIRONMENT_FUNCTIONS, type Analysis, type SelectA
 export { rewritePlaceholders, lineColumn, tokenizeSql, type PlaceholderRewrite, type SqlToken } from './placeholders.ts';
 export { RowReader, ReadSession, type BoundValue } from './row-reader.ts';
 export { datasetRelation, type DatasetFiles } from './relation.ts';
-export { Sandbox, SandboxInterruptedError, SandboxQueryError, type SandboxView, type SandboxOptions, type QueryResult } from './sandbox.ts';
+export { Sandbox, SandboxInterruptedError, SandboxQueryError, type InterruptReason, type SandboxView, type SandboxOptions, type QueryResult } from './sandbox.ts';
+export { InlineQueryEngine, QueryEngineCrashedError, type QueryEngine, type QueryRequest, type QueryRun, type EngineOptions } from './query-engine.ts';
+export { ProcessQueryEngine, type ProcessQueryEngineOptions } from './query-host.ts';
+export { INPUT_LIMITS, sqlTextViolation, valueViolation, tooDeep, type LimitViolation } from './input-limits.ts';
 export { SandboxPool, DEFAULT_SANDBOX_POOL_OPTIONS, type SandboxPoolOptions, type SandboxPoolStats } from './sandbox-pool.ts';
+export { parseSize, SIZE } from './sizes.ts';

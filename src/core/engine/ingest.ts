@@ -1,9 +1,11 @@
 import crypto from 'node:crypto';
+import { createReadStream } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
 import { splitIntoChunks, type Chunk } from './chunker.ts';
 import { countFileNewlines, csvDialect, csvRecordLine, jsonlRecordLine } from './csv-lines.ts';
+import { INPUT_LIMITS, jsonFileTooDeep } from './input-limits.ts';
 import { IPV4_REGEX, isNestedType, normalizeType, physicalType } from './types.ts';
 import { quoteIdent, quoteString } from './sql.ts';
 
@@ -156,6 +158,13 @@ function jsonSafe(value: unknown): unknown {
  * Lakeport's own use of DuckDB for ingestion: reading samples and converting uploaded files to
  * Parquet. Only Lakeport's SQL runs here, on paths Lakeport chose; user values are bound.
  */
+/** DuckDB's JSON reader recurses on nesting: a line nested past the limit is refused before DuckDB reads the file. */
+async function refuseDeepJson(file: string, format: FileFormat): Promise<void> {
+  if (format !== 'jsonl') return;
+  const deep = await jsonFileTooDeep(createReadStream(file));
+  if (deep) throw new FileShapeError(`line ${deep.line} nests more than ${INPUT_LIMITS.nestingDepth} levels of arrays or objects`, deep.line);
+}
+
 export class Ingestor {
   private constructor(
     private readonly instance: DuckDBInstance,
@@ -193,6 +202,7 @@ export class Ingestor {
 
   /** The columns and a value per column of a sample (a text prefix, or a Parquet footer with `PAR1` put before it). */
   async inspect(path: string, format: FileFormat, options: ReadOptions): Promise<SampleSchema> {
+    await refuseDeepJson(path, format);
     return this.withConnection(async (c) => {
       const source = reader(format, options);
       const params = { path, ...source.params };
@@ -249,6 +259,7 @@ export class Ingestor {
   }
 
   private async convertOn(instance: DuckDBInstance, input: Parameters<Ingestor['convert']>[0]): Promise<ConvertedFile> {
+    await refuseDeepJson(input.path, input.format);
     return this.withConnection(async (c) => {
       const loaded = new Map(input.target.filter((t) => t.source).map((t) => [t.source!, t]));
       const fileColumns = input.format === 'csv' && !input.columnsChecked ? await this.csvHeader(c, input) : input.fileColumns;

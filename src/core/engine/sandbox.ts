@@ -113,6 +113,8 @@ export interface SandboxOptions {
   memoryLimit?: string;
   /** DuckDB threads (default 2). */
   threads?: number;
+  /** Bytes a job may spill to disk, e.g. '4GiB' (the default). */
+  maxSpill?: string;
   /** Per call of runToParquet/describe: the query is interrupted after this long. */
   timeoutMs?: number;
   /**
@@ -141,9 +143,17 @@ export interface QueryResult {
   rowCount: number;
 }
 
+export type InterruptReason = 'cancelled' | 'timeout' | 'too_large';
+
+const INTERRUPT_MESSAGES: Record<InterruptReason, string> = {
+  cancelled: 'The query was cancelled',
+  timeout: 'The query was stopped: it ran past its time limit',
+  too_large: 'The query was stopped: its result grew past the size limit',
+};
+
 export class SandboxInterruptedError extends Error {
-  constructor(readonly reason: 'cancelled' | 'timeout') {
-    super(reason === 'timeout' ? 'The query was stopped: it ran past its time limit' : 'The query was cancelled');
+  constructor(readonly reason: InterruptReason) {
+    super(INTERRUPT_MESSAGES[reason]);
     this.name = 'SandboxInterruptedError';
   }
 }
@@ -296,6 +306,8 @@ export class SandboxEngine {
       memory_limit: options.memoryLimit ?? '1GB',
       // Always set: DuckDB allows reading and writing under temp_directory, whose default is ./.tmp.
       temp_directory: spillDirectory ?? '',
+      // A job spills at most this much to disk (DuckDB's default is 90% of the free space).
+      max_temp_directory_size: options.maxSpill ?? '4GiB',
       errors_as_json: 'true',
       autoinstall_known_extensions: 'false',
       autoload_known_extensions: 'false',
@@ -388,7 +400,7 @@ export class Sandbox {
   private cancelled = false;
   /** Cleared when something happened after which the engine should not serve another job. */
   private reusable = true;
-  private interruptReason: 'cancelled' | 'timeout' | undefined;
+  private interruptReason: InterruptReason | undefined;
   private repeat: NodeJS.Timeout | undefined;
 
   private constructor(
@@ -423,10 +435,11 @@ export class Sandbox {
    * Parquet. Rejects with SandboxQueryError when DuckDB refuses or fails the query,
    * SandboxInterruptedError on timeout or cancel; no file is left at `resultPath` then.
    */
-  async runToParquet(sql: string, params: Record<string, unknown>, resultPath: string): Promise<QueryResult> {
+  async runToParquet(sql: string, params: Record<string, unknown>, resultPath: string, limits: { maxBytes?: number } = {}): Promise<QueryResult> {
     const target = path.resolve(resultPath);
     const direct = this.engine.resultPaths.has(target);
     const written = direct ? target : this.engine.privateResult;
+    const watch = limits.maxBytes === undefined ? undefined : this.watchSize(written, limits.maxBytes);
     try {
       const result = await this.guarded(async () => {
         const { body, values, columns: known } = await this.validate(sql, params);
@@ -445,7 +458,20 @@ export class Sandbox {
       fs.rmSync(written, { force: true });
       fs.rmSync(target, { force: true });
       throw error;
+    } finally {
+      clearInterval(watch);
     }
+  }
+
+  /** Stops the query once the file it writes passes `maxBytes` (DuckDB writes row groups as it goes). */
+  private watchSize(file: string, maxBytes: number): NodeJS.Timeout {
+    const timer = setInterval(() => {
+      fs.stat(file, (error, stat) => {
+        if (!error && stat.size > maxBytes && this.running) this.stop('too_large');
+      });
+    }, 100);
+    timer.unref();
+    return timer;
   }
 
   /**
@@ -483,7 +509,7 @@ export class Sandbox {
     this.onRelease(this.engine, { reusable: this.reusable && !this.cancelled && this.interruptReason === undefined });
   }
 
-  private stop(reason: 'cancelled' | 'timeout'): void {
+  private stop(reason: InterruptReason): void {
     if (this.interruptReason) return;
     this.interruptReason = reason;
     this.reusable = false;

@@ -102,8 +102,12 @@ export interface Refusal {
 
 export type Analysis = SelectAnalysis | LakeportAnalysis | Refusal;
 
-/** Scalar functions a job may not call: they read files or the environment. The caller refuses them. */
-export const FILE_OR_ENVIRONMENT_FUNCTIONS: ReadonlySet<string> = new Set(['read_text', 'read_blob', 'glob', 'getenv']);
+/**
+ * Scalar functions a job may not call: they read files, the environment or the engine's settings
+ * (`current_setting('allowed_paths')` would name server paths). The caller refuses them. Table
+ * functions, `duckdb_settings()` and `pragma_*()` among them, are refused unless allow-listed.
+ */
+export const FILE_OR_ENVIRONMENT_FUNCTIONS: ReadonlySet<string> = new Set(['read_text', 'read_blob', 'glob', 'getenv', 'current_setting']);
 
 /** Statement keywords that are read-only but not queries. */
 const NOT_A_QUERY = new Set(['DESCRIBE', 'SHOW', 'SUMMARIZE']);

@@ -1,6 +1,7 @@
 import type { FastifyError, FastifyInstance } from 'fastify';
 import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
 import { AppError, RequestValidationError } from './app-error.ts';
+import { scrubServerPaths } from './server-paths.ts';
 
 /** One entry of FastAPI's HTTPValidationError body. */
 export interface ValidationIssue {
@@ -60,7 +61,8 @@ export function registerErrorHandling(app: FastifyInstance) {
   app.setErrorHandler((error: FastifyError, request, reply) => {
     if (error instanceof AppError) {
       reply.headers(error.headers);
-      return reply.status(error.status).send({ ...error.extra, detail: error.message, code: error.code });
+      const extra = Object.fromEntries(Object.entries(error.extra).map(([k, v]) => [k, typeof v === 'string' ? scrubServerPaths(v) : v]));
+      return reply.status(error.status).send({ ...extra, detail: scrubServerPaths(error.message), code: error.code });
     }
     if (error instanceof RequestValidationError) {
       return reply.status(422).send(validationErrorBody(error.issues));
@@ -95,7 +97,7 @@ export function registerErrorHandling(app: FastifyInstance) {
     const status = error.statusCode ?? 500;
     if (status >= 400 && status < 500) {
       const code = CLIENT_ERROR_CODES[status] ?? 'BAD_REQUEST';
-      return reply.status(status).send({ detail: error.message, code });
+      return reply.status(status).send({ detail: scrubServerPaths(error.message), code });
     }
     request.log.error({ err: error }, 'unhandled error');
     return reply.status(500).send({ detail: 'Internal server error', code: 'INTERNAL_ERROR' });

@@ -1,6 +1,7 @@
 import type { FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
+import { requireManage, type ManagementAction } from '../../core/authz/index.ts';
 import { principalOf, requireAuth, type TokenVerifier } from '../../core/http/index.ts';
 import * as S from './account-schemas.ts';
 import type { AccountService } from './account-service.ts';
@@ -18,6 +19,12 @@ export const accountRoutes =
     const onRequest = requireAuth(deps.verifier, 'accounts');
     const security = [{ bearer: [] }];
     const caller = (request: FastifyRequest) => principalOf(request).identity;
+    /** The caller of a management action, once core/authz allows its credential to take it (a narrowed one mostly may not). */
+    const manager = (request: FastifyRequest, action: ManagementAction) => {
+      const principal = principalOf(request);
+      requireManage(principal, action);
+      return principal.identity;
+    };
 
     app.get(
       '/v1/accounts',
@@ -39,7 +46,7 @@ export const accountRoutes =
           response: { 201: S.Account },
         },
       },
-      async (request, reply) => reply.status(201).send(await accounts.createAccount(caller(request), request.body)),
+      async (request, reply) => reply.status(201).send(await accounts.createAccount(manager(request, 'account.create'), request.body)),
     );
 
     app.get(
@@ -63,7 +70,7 @@ export const accountRoutes =
           response: { 200: S.Account },
         },
       },
-      async (request) => accounts.updateAccount(caller(request), request.params.account_id, request.body),
+      async (request) => accounts.updateAccount(manager(request, 'account.update'), request.params.account_id, request.body),
     );
 
     app.delete(
@@ -77,7 +84,7 @@ export const accountRoutes =
           response: { 200: S.Account },
         },
       },
-      async (request) => accounts.deleteAccount(caller(request), request.params.account_id),
+      async (request) => accounts.deleteAccount(manager(request, 'account.delete'), request.params.account_id),
     );
 
     app.get(
@@ -106,7 +113,7 @@ export const accountRoutes =
           response: { 201: S.Member },
         },
       },
-      async (request, reply) => reply.status(201).send(await accounts.invite(caller(request), request.params.account_id, request.body)),
+      async (request, reply) => reply.status(201).send(await accounts.invite(manager(request, 'member.invite'), request.params.account_id, request.body)),
     );
 
     app.patch(
@@ -122,7 +129,7 @@ export const accountRoutes =
         },
       },
       async (request) =>
-        accounts.updateMemberRole(caller(request), request.params.account_id, request.params.identity, request.body.role),
+        accounts.updateMemberRole(manager(request, 'member.change_role'), request.params.account_id, request.params.identity, request.body.role),
     );
 
     app.delete(
@@ -136,7 +143,7 @@ export const accountRoutes =
           response: { 200: S.RemoveMemberResponse },
         },
       },
-      async (request) => accounts.removeMember(caller(request), request.params.account_id, request.params.identity),
+      async (request) => accounts.removeMember(manager(request, 'member.remove'), request.params.account_id, request.params.identity),
     );
 
     app.post(
@@ -150,7 +157,7 @@ export const accountRoutes =
           response: { 200: S.Member },
         },
       },
-      async (request) => accounts.accept(caller(request), request.params.account_id, request.params.identity),
+      async (request) => accounts.accept(manager(request, 'member.accept'), request.params.account_id, request.params.identity),
     );
 
     app.get(

@@ -1,4 +1,4 @@
-import type { Authorizer, Principal } from '../../core/authz/index.ts';
+import { requireManage, type Authorizer, type Principal } from '../../core/authz/index.ts';
 import type { WorkspaceMemberGrant } from '../../core/db/index.ts';
 import { AppError } from '../../core/errors/index.ts';
 import type { AccountService } from './account-service.ts';
@@ -79,6 +79,7 @@ export class WorkspaceService {
    */
   async create(caller: Principal, name: string, input: { billing_account: string; members: WorkspaceMemberGrant[] }) {
     const { accounts, records, namespaces, genesis } = this.deps;
+    requireManage(caller, 'workspace.create');
     await accounts.requireBillingAdmin(caller.identity, input.billing_account);
 
     const existing = await records.get(name);
@@ -140,14 +141,16 @@ export class WorkspaceService {
   }
 
   /**
-   * Soft delete: billing_admin of its account; refused (423) while the workspace is locked. To
-   * anyone outside that account an existing workspace looks the same as a missing one (404).
+   * Soft delete: billing_admin of its account, with a credential unnarrowed or narrowed to owner on
+   * `<ws>.*`; refused (423) while the workspace is locked. To anyone outside that account an existing
+   * workspace looks the same as a missing one (404).
    */
   async delete(caller: Principal, name: string) {
     const record = await this.requireRecord(name);
     const role = await this.deps.accounts.memberRole(caller.identity, record.billing_account);
     if (role === null) throw AppError.notFound(`Workspace '${name}' does not exist`, 'WORKSPACE_NOT_FOUND');
     await this.deps.accounts.requireBillingAdmin(caller.identity, record.billing_account);
+    requireManage(caller, 'workspace.delete', { workspace: name });
     if (record.deleted_at) return workspaceView(record, await this.deps.namespaces.guards(name));
     const guards = await this.deps.namespaces.guards(name);
     if (guards?.deletion_protection) {

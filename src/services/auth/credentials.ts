@@ -1,4 +1,4 @@
-import { DEFAULT_SCOPES, permissionsWithin, type Principal } from '../../core/authz/index.ts';
+import { DEFAULT_SCOPES, mayManage, requireManage, type Principal } from '../../core/authz/index.ts';
 import { newId, sha256Hex } from '../../core/crypto/index.ts';
 import type { PermissionPair } from '../../core/db/index.ts';
 import { AppError } from '../../core/errors/index.ts';
@@ -66,12 +66,8 @@ export class CredentialService {
     if (missing.length > 0) {
       throw AppError.forbidden(`Cannot grant scope(s) your token does not hold: ${missing.join(', ')}`, 'SCOPE_NOT_HELD');
     }
-    if (caller.kind === 'token' && !permissionsWithin(input.permissions, caller.principal.permissions)) {
-      throw AppError.forbidden(
-        'Your token is narrowed by permissions; a credential it creates must carry permissions within them',
-        'PERMISSION_NOT_HELD',
-      );
-    }
+    // A narrowed token: only credentials within its own permissions (core/authz decides).
+    if (caller.kind === 'token') requireManage(caller.principal, 'credential.create', { permissions: input.permissions });
     const secret = generateSecret(CREDENTIAL_SECRET_PREFIX);
     const row = await this.repo.insertCredential({
       credential_id: newId('cred'),
@@ -90,11 +86,16 @@ export class CredentialService {
   async list(caller: CredentialCaller, clientId: string): Promise<CredentialMetadata[]> {
     this.assertMayManage(caller, clientId);
     const now = Date.now();
-    return (await this.repo.listUnrevoked(clientId)).map((row) => credentialMetadata(row, now));
+    const rows = await this.repo.listUnrevoked(clientId);
+    // A narrowed token sees only itself (core/authz decides).
+    const visible = caller.kind === 'admin' ? rows : rows.filter((row) => mayManage(caller.principal, 'credential.read', { credentialId: row.credential_id }));
+    return visible.map((row) => credentialMetadata(row, now));
   }
 
   async revoke(caller: CredentialCaller, clientId: string, credentialId: string) {
     this.assertMayManage(caller, clientId);
+    // A narrowed token may revoke only itself (core/authz decides).
+    if (caller.kind === 'token') requireManage(caller.principal, 'credential.revoke', { credentialId });
     const revokedAt = await this.repo.revokeCredential(clientId, credentialId);
     if (!revokedAt) {
       throw AppError.notFound(`No active credential ${credentialId} for client '${clientId}'`, 'CREDENTIAL_NOT_FOUND');

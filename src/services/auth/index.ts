@@ -6,7 +6,7 @@ import { CredentialService } from './credentials.ts';
 import { SigningKeyStore } from './keys.ts';
 import { AuthRepo } from './repo.ts';
 import { AUTH_PREFIX, authRoutes, discoveryDocument } from './routes.ts';
-import { FailedAttemptThrottle } from './throttle.ts';
+import { adminTokenThrottle, FailedAttemptThrottle } from './throttle.ts';
 import { AccessTokenVerifier, TokenService } from './tokens.ts';
 
 export { AUTH_PREFIX, discoveryDocument } from './routes.ts';
@@ -32,7 +32,8 @@ export async function createAuthService(options: AuthServiceOptions) {
   await keys.init();
   const issuer = () => options.publicUrl.service(AUTH_PREFIX);
   const verifier = new AccessTokenVerifier(keys, repo, issuer);
-  const tokens = new TokenService(repo, keys, new FailedAttemptThrottle(options.db), {
+  const throttle = new FailedAttemptThrottle(options.db);
+  const tokens = new TokenService(repo, keys, throttle, {
     issuer,
     accessTokenTtlSeconds: options.accessTokenTtlSeconds,
     refreshTokenTtlDays: options.refreshTokenTtlDays,
@@ -52,7 +53,9 @@ export async function createAuthService(options: AuthServiceOptions) {
     app.get(`/.well-known/oauth-authorization-server${AUTH_PREFIX}`, { schema: { hide: true } }, async () => discoveryDocument(options.publicUrl));
     app.get(`/.well-known/openid-configuration${AUTH_PREFIX}`, { schema: { hide: true } }, async () => discoveryDocument(options.publicUrl));
   };
-  return { keys, verifier, tokens, credentials, routes, rootWellKnown };
+  /** An onRequest hook for the whole app: throttles bad x-admin-token headers per source address. */
+  const adminTokenGuard = adminTokenThrottle(options.adminToken, throttle);
+  return { keys, verifier, tokens, credentials, routes, rootWellKnown, adminTokenGuard };
 }
 
 export type AuthService = Awaited<ReturnType<typeof createAuthService>>;

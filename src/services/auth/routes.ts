@@ -93,7 +93,7 @@ export const authRoutes =
       if (adminToken.presentIn(request)) return undefined;
       const client = clientCredentialsOf(request, form);
       if (client.clientId !== undefined && client.clientSecret !== undefined) {
-        return (await tokens.authenticateClient(client.clientId, client.clientSecret)).client_id;
+        return (await tokens.authenticateClient(client.clientId, client.clientSecret, request.ip)).client_id;
       }
       if (request.headers.authorization && /^Bearer\s/i.test(request.headers.authorization)) {
         return (await authenticateRequest(verifier, request)).identity;
@@ -166,12 +166,12 @@ export const authRoutes =
         if (form.grant_type === 'client_credentials') {
           if (!client.clientId) throw oauthError(400, 'invalid_request', 'client_id is required for the client_credentials grant');
           if (client.clientSecret === undefined) throw oauthError(401, 'invalid_client', 'client_secret is required');
-          response = await tokens.clientCredentials(client.clientId, client.clientSecret, form.scope);
+          response = await tokens.clientCredentials(client.clientId, client.clientSecret, form.scope, request.ip);
         } else if (form.grant_type === 'refresh_token') {
           if (!form.refresh_token) throw oauthError(400, 'invalid_request', 'refresh_token is required for the refresh_token grant');
           let authenticated: string | undefined;
           if (client.clientId !== undefined && client.clientSecret !== undefined) {
-            authenticated = (await tokens.authenticateClient(client.clientId, client.clientSecret)).client_id;
+            authenticated = (await tokens.authenticateClient(client.clientId, client.clientSecret, request.ip)).client_id;
           }
           response = await tokens.refresh(form.refresh_token, authenticated, form.scope);
         } else {

@@ -1,44 +1,235 @@
+import crypto from 'node:crypto';
+import net from 'node:net';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { sql } from 'kysely';
 import type { Db } from '../../core/db/index.ts';
+import { AppError } from '../../core/errors/index.ts';
+import { ADMIN_TOKEN_HEADER, IDENTITY_REGEX, type AdminToken } from '../../core/http/index.ts';
 
 export interface ThrottleOptions {
-  maxFailures: number;
+  /** Failures one (client_id, source) — or one source, for the admin token — may have per window. */
+  sourceLimit: number;
+  /** Failures one client_id may have per window over every source before unknown sources are held back. */
+  clientCeiling: number;
   windowSeconds: number;
+  /** A source that authenticated as a client within this many days is "known" to it. */
+  knownSourceDays: number;
+}
+
+export const DEFAULT_THROTTLE: ThrottleOptions = { sourceLimit: 10, clientCeiling: 100, windowSeconds: 60, knownSourceDays: 30 };
+
+/** What is being guessed: a client_id's secret from one source, or the admin token from one source. */
+export type ThrottleKey = { kind: 'client'; clientId: string; source: string } | { kind: 'admin'; source: string };
+
+export interface ThrottleVerdict {
+  /** Seconds until the source may try again; 0 when it may try now. */
+  retryAfter: number;
+  /** Client keys: the source authenticated as this client within `knownSourceDays`. */
+  known: boolean;
+  /** Client keys: that success was recorded within the last day (so it need not be recorded again). */
+  knownRecently: boolean;
+}
+
+/** Share of failures that also drop closed windows (rows remembering a recent success stay). */
+const PURGE_PROBABILITY = 0.05;
+const ALL_SOURCES = '*';
+
+function expandIpv6(ip: string): number[] | undefined {
+  let text = ip;
+  const v4 = /(\d+)\.(\d+)\.(\d+)\.(\d+)$/.exec(text);
+  if (v4) {
+    const [a, b, c, d] = v4.slice(1).map(Number);
+    text = `${text.slice(0, v4.index)}${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
+  }
+  const halves = text.split('::');
+  if (halves.length > 2) return undefined;
+  const head = halves[0] ? halves[0].split(':') : [];
+  const tail = halves.length === 2 && halves[1] ? halves[1].split(':') : [];
+  const fill = halves.length === 2 ? 8 - head.length - tail.length : 0;
+  const groups = [...head, ...Array<string>(Math.max(0, fill)).fill('0'), ...tail].map((g) => parseInt(g, 16));
+  return groups.length === 8 && groups.every((g) => Number.isInteger(g) && g >= 0 && g <= 0xffff) ? groups : undefined;
 }
 
 /**
- * Counts failed token requests per client_id in a fixed window kept in the metadata database, so
- * the limit holds across every server behind a load balancer.
+ * The source address a counter is kept for: an IPv4 address as is (IPv4-mapped IPv6 too), an IPv6
+ * address as its /64 — one subscriber's usual allocation, so rotating inside it does not help.
+ */
+export function sourceKey(ip: string | undefined): string {
+  if (!ip) return 'unknown';
+  const address = ip.replace(/%.*$/, '');
+  if (net.isIPv4(address)) return address;
+  if (net.isIPv6(address)) {
+    const g = expandIpv6(address);
+    if (!g) return address.toLowerCase();
+    if (g.slice(0, 5).every((x) => x === 0) && g[5] === 0xffff) return `${g[6] >> 8}.${g[6] & 0xff}.${g[7] >> 8}.${g[7] & 0xff}`;
+    return `${g.slice(0, 4).map((x) => x.toString(16)).join(':')}::/64`;
+  }
+  return address.slice(0, 100);
+}
+
+/** The subject column for a client_id: itself when well-formed, else a digest (no NULs or megabytes in the table). */
+function clientSubject(clientId: string): string {
+  return IDENTITY_REGEX.test(clientId) ? clientId : `#${crypto.createHash('sha256').update(clientId).digest('hex')}`;
+}
+
+/** 429 with Retry-After; `oauth` adds RFC 6749's `error` fields for the OAuth endpoints. */
+export function tooManyAttempts(retryAfter: number, what: string, oauth: boolean): AppError {
+  const detail = `Too many failed ${what} from this address; retry in ${retryAfter} s`;
+  return new AppError(429, 'TOO_MANY_REQUESTS', detail, {
+    headers: { 'retry-after': String(retryAfter), 'cache-control': 'no-store' },
+    extra: oauth ? { error: 'slow_down', error_description: detail } : {},
+  });
+}
+
+interface CounterRow {
+  source: string;
+  failures: number;
+  current: boolean;
+  retry_after: number;
+  known: boolean;
+  known_recently: boolean;
+}
+
+/**
+ * Failed-attempt throttling kept in the metadata database, so it holds across every server.
+ *
+ * - A (client_id, source address) pair may fail `sourceLimit` times per window; then that pair is
+ *   refused (429) until the window ends — even with the right secret, so it learns nothing more.
+ *   Another source is not affected, so an attacker cannot lock a client out.
+ * - A client_id may fail `clientCeiling` times per window over every source; past that, sources
+ *   that have not authenticated as that client within `knownSourceDays` are refused too (a spray
+ *   from many addresses), while known sources keep working.
+ * - The admin token: `sourceLimit` bad tokens per source address per window.
+ *
+ * Atomicity without a write on success: `check` before evaluating refuses a blocked source cheaply
+ * (a read). A failure is counted after evaluation by one atomic `INSERT … ON CONFLICT DO UPDATE …
+ * RETURNING`, and answered 401 only when the returned count is within the limit (429 otherwise);
+ * a success is accepted only when a second `check` after evaluation still finds the source within
+ * its limit. So however many guesses race, at most `sourceLimit` of them get a verdict (401, or a
+ * 200 that a guess counted after the limit can never get), and the success path only reads — it
+ * writes once a day per (client, source), to remember the source as known.
  */
 export class FailedAttemptThrottle {
   constructor(
     private readonly db: Db,
-    private readonly options: ThrottleOptions = { maxFailures: 10, windowSeconds: 60 },
+    private readonly options: ThrottleOptions = DEFAULT_THROTTLE,
   ) {}
 
-  /** Seconds until the client_id may try again, or 0 when it may try now. */
-  async retryAfter(clientId: string): Promise<number> {
-    const row = await this.db.kysely.selectFrom('token_failures').selectAll().where('client_id', '=', clientId).executeTakeFirst();
-    if (!row || row.failures < this.options.maxFailures) return 0;
-    const remainingMs = row.window_start.getTime() + this.options.windowSeconds * 1000 - Date.now();
-    return remainingMs > 0 ? Math.ceil(remainingMs / 1000) : 0;
+  private keyOf(key: ThrottleKey) {
+    return key.kind === 'client'
+      ? { kind: key.kind, subject: clientSubject(key.clientId), source: key.source }
+      : { kind: key.kind, subject: '', source: key.source };
   }
 
-  async recordFailure(clientId: string): Promise<void> {
-    const windowStart = new Date(Date.now() - this.options.windowSeconds * 1000);
-    await this.db.kysely
-      .insertInto('token_failures')
-      .values({ client_id: clientId, window_start: new Date(), failures: 1 })
-      .onConflict((oc) =>
-        oc.column('client_id').doUpdateSet({
-          failures: sql<number>`CASE WHEN token_failures.window_start < ${windowStart} THEN 1 ELSE token_failures.failures + 1 END`,
-          window_start: sql<Date>`CASE WHEN token_failures.window_start < ${windowStart} THEN excluded.window_start ELSE token_failures.window_start END`,
-        }),
-      )
-      .execute();
-    // Failures for made-up client_ids must not pile up: now and then, drop windows long closed.
-    if (Math.random() < 0.05) {
-      await this.db.kysely.deleteFrom('token_failures').where('window_start', '<', windowStart).execute();
-    }
+  private verdict(key: ThrottleKey, rows: CounterRow[], counted: boolean): ThrottleVerdict {
+    // After counting, the count includes this attempt: the limit-th failure is still answered.
+    const over = (failures: number, limit: number) => (counted ? failures > limit : failures >= limit);
+    const pair = rows.find((r) => r.source !== ALL_SOURCES && r.current);
+    const total = rows.find((r) => r.source === ALL_SOURCES && r.current);
+    const paired = rows.find((r) => r.source !== ALL_SOURCES);
+    const known = key.kind === 'client' && paired?.known === true;
+    let retryAfter = 0;
+    if (pair && over(pair.failures, this.options.sourceLimit)) retryAfter = pair.retry_after;
+    else if (key.kind === 'client' && !known && total && over(total.failures, this.options.clientCeiling)) retryAfter = total.retry_after;
+    return { retryAfter, known, knownRecently: known && paired?.known_recently === true };
   }
+
+  private columns() {
+    const { windowSeconds, knownSourceDays } = this.options;
+    return sql<CounterRow>`source, failures,
+      window_start > now() - make_interval(secs => ${windowSeconds}) AS current,
+      GREATEST(1, CEIL(EXTRACT(EPOCH FROM (window_start + make_interval(secs => ${windowSeconds}) - now()))))::int AS retry_after,
+      COALESCE(last_success_at > now() - make_interval(days => ${knownSourceDays}), false) AS known,
+      COALESCE(last_success_at > now() - interval '1 day', false) AS known_recently`;
+  }
+
+  /** Whether the source may try now (a read only). */
+  async check(key: ThrottleKey): Promise<ThrottleVerdict> {
+    const k = this.keyOf(key);
+    const sources = key.kind === 'client' ? [k.source, ALL_SOURCES] : [k.source];
+    const { rows } = await sql<CounterRow>`SELECT ${this.columns()} FROM auth_failures
+      WHERE kind = ${k.kind} AND subject = ${k.subject} AND source IN (${sql.join(sources)})`.execute(this.db.kysely);
+    return this.verdict(key, rows.map(normalize), false);
+  }
+
+  /**
+   * Counts a failure atomically and says whether the attempt may still be answered on its merits
+   * (`retryAfter` 0) or must get a 429. For a client, one statement counts the (client, source)
+   * pair and — only while the pair is within its limit — the client_id's total, so a source racing
+   * past its own limit cannot push the client over the ceiling on its own.
+   */
+  async recordFailure(key: ThrottleKey): Promise<ThrottleVerdict> {
+    const k = this.keyOf(key);
+    const { windowSeconds, knownSourceDays, sourceLimit } = this.options;
+    const stale = sql`f.window_start <= now() - make_interval(secs => ${windowSeconds})`;
+    const onConflict = sql`ON CONFLICT (kind, subject, source) DO UPDATE SET
+        failures = CASE WHEN ${stale} THEN 1 ELSE f.failures + 1 END,
+        window_start = CASE WHEN ${stale} THEN now() ELSE f.window_start END
+      RETURNING f.*`;
+    const pair = sql`INSERT INTO auth_failures AS f (kind, subject, source, window_start, failures)
+      VALUES (${k.kind}, ${k.subject}, ${k.source}, now(), 1) ${onConflict}`;
+    const { rows } =
+      key.kind === 'client'
+        ? await sql<CounterRow>`WITH pair AS (${pair}),
+            total AS (INSERT INTO auth_failures AS f (kind, subject, source, window_start, failures)
+              SELECT kind, subject, ${ALL_SOURCES}, now(), 1 FROM pair WHERE failures <= ${sourceLimit} ${onConflict})
+            SELECT ${this.columns()} FROM pair UNION ALL SELECT ${this.columns()} FROM total`.execute(this.db.kysely)
+        : await sql<CounterRow>`WITH pair AS (${pair}) SELECT ${this.columns()} FROM pair`.execute(this.db.kysely);
+    // Counters for made-up client_ids and addresses must not pile up: now and then, drop closed windows.
+    if (Math.random() < PURGE_PROBABILITY) {
+      await sql`DELETE FROM auth_failures WHERE window_start < now() - make_interval(secs => ${windowSeconds})
+        AND (last_success_at IS NULL OR last_success_at < now() - make_interval(days => ${knownSourceDays}))`.execute(this.db.kysely);
+    }
+    return this.verdict(key, rows.map(normalize), true);
+  }
+
+  /** Remembers that the source authenticated as the client (call only when `knownRecently` is false). */
+  async recordSuccess(key: Extract<ThrottleKey, { kind: 'client' }>): Promise<void> {
+    const k = this.keyOf(key);
+    await sql`INSERT INTO auth_failures AS f (kind, subject, source, window_start, failures, last_success_at)
+      VALUES (${k.kind}, ${k.subject}, ${k.source}, now(), 0, now())
+      ON CONFLICT (kind, subject, source) DO UPDATE SET last_success_at = now()`.execute(this.db.kysely);
+  }
+}
+
+/**
+ * An onRequest hook for the whole app that throttles the admin token per source address: a request
+ * carrying `x-admin-token` from a source with `sourceLimit` bad ones in the window gets 429 — even
+ * with the right token, so the source learns nothing more — while the admin elsewhere is unaffected.
+ * A bad token is counted whatever the route; the route itself still answers it 401.
+ */
+export function adminTokenThrottle(adminToken: AdminToken, throttle: FailedAttemptThrottle) {
+  const what = 'attempts with the admin token';
+  return async function throttleAdminToken(request: FastifyRequest, _reply: FastifyReply): Promise<void> {
+    if (request.headers[ADMIN_TOKEN_HEADER] === undefined) return;
+    const key = { kind: 'admin', source: sourceKey(request.ip) } as const;
+    const gate = await throttle.check(key);
+    if (gate.retryAfter > 0) throw tooManyAttempts(gate.retryAfter, what, false);
+    let valid: boolean;
+    try {
+      valid = adminToken.presentIn(request);
+    } catch (error) {
+      if (!(error instanceof AppError && error.status === 401)) throw error;
+      valid = false;
+    }
+    if (!valid) {
+      const counted = await throttle.recordFailure(key);
+      if (counted.retryAfter > 0) throw tooManyAttempts(counted.retryAfter, what, false);
+      return;
+    }
+    const after = await throttle.check(key);
+    if (after.retryAfter > 0) throw tooManyAttempts(after.retryAfter, what, false);
+  };
+}
+
+/** Drivers differ in how they return booleans and integers. */
+function normalize(row: CounterRow): CounterRow {
+  return {
+    source: row.source,
+    failures: Number(row.failures),
+    current: row.current === true || (row.current as unknown) === 't',
+    retry_after: Number(row.retry_after),
+    known: row.known === true || (row.known as unknown) === 't',
+    known_recently: row.known_recently === true || (row.known_recently as unknown) === 't',
+  };
 }

@@ -2,13 +2,12 @@ import { decodeProtectedHeader, errors as joseErrors, jwtVerify, SignJWT } from 
 import type { Principal } from '../../core/authz/index.ts';
 import { newId, safeEqual, sha256Hex } from '../../core/crypto/index.ts';
 import type { PermissionPair } from '../../core/db/index.ts';
-import { AppError } from '../../core/errors/index.ts';
 import { InvalidTokenError, type TokenVerifier } from '../../core/http/index.ts';
 import { SIGNING_ALG, type SigningKeyStore } from './keys.ts';
 import { oauthError } from './oauth-error.ts';
 import type { AuthRepo, CredentialRow } from './repo.ts';
 import { CREDENTIAL_SECRET_PREFIX, generateSecret, isWellFormedSecret, REFRESH_TOKEN_PREFIX } from './secrets.ts';
-import type { FailedAttemptThrottle } from './throttle.ts';
+import { sourceKey, tooManyAttempts, type FailedAttemptThrottle } from './throttle.ts';
 
 export const ACCESS_TOKEN_AUDIENCE = 'lakeport';
 
@@ -76,15 +75,17 @@ export class TokenService {
     return wanted;
   }
 
-  /** Authenticates a client by its secret (throttled per client_id); returns the live credential. */
-  async authenticateClient(clientId: string, clientSecret: string): Promise<CredentialRow> {
-    const retryAfter = await this.throttle.retryAfter(clientId);
-    if (retryAfter > 0) {
-      throw new AppError(429, 'TOO_MANY_REQUESTS', `Too many failed token requests for '${clientId}'; retry in ${retryAfter} s`, {
-        headers: { 'retry-after': String(retryAfter), 'cache-control': 'no-store' },
-        extra: { error: 'slow_down', error_description: `Too many failed attempts; retry in ${retryAfter} s` },
-      });
-    }
+  /**
+   * Authenticates a client by its secret; returns the live credential. Throttled per (client_id,
+   * source address) with a per-client_id ceiling for unknown sources (see FailedAttemptThrottle):
+   * a blocked source is refused before its secret is looked at, a failure is counted atomically and
+   * answered 401 only within the limit, and a success is re-checked, so racing guesses get at most
+   * the limit of verdicts. A success writes nothing unless its source is not yet remembered as known.
+   */
+  async authenticateClient(clientId: string, clientSecret: string, sourceAddress: string | undefined): Promise<CredentialRow> {
+    const key = { kind: 'client', clientId, source: sourceKey(sourceAddress) } as const;
+    const gate = await this.throttle.check(key);
+    if (gate.retryAfter > 0) throw tooManyAttempts(gate.retryAfter, 'client authentications', true);
     const credential = isWellFormedSecret(clientSecret, CREDENTIAL_SECRET_PREFIX)
       ? await this.repo.findBySecretHash(sha256Hex(clientSecret))
       : undefined;
@@ -96,15 +97,20 @@ export class TokenService {
       credential.revoked_at === null &&
       (credential.expires_at === null || credential.expires_at.getTime() > Date.now());
     if (!credential || !live) {
-      await this.throttle.recordFailure(clientId);
+      const counted = await this.throttle.recordFailure(key);
+      if (counted.retryAfter > 0) throw tooManyAttempts(counted.retryAfter, 'client authentications', true);
       throw oauthError(401, 'invalid_client', 'Client authentication failed: unknown client, wrong secret, or a revoked or expired credential');
     }
+    // Failures racing this attempt may have reached the limit meanwhile: then it is one too many.
+    const after = await this.throttle.check(key);
+    if (after.retryAfter > 0) throw tooManyAttempts(after.retryAfter, 'client authentications', true);
+    if (!after.knownRecently) await this.throttle.recordSuccess(key);
     return credential;
   }
 
   /** The client_credentials grant. */
-  async clientCredentials(clientId: string, clientSecret: string, requestedScope?: string): Promise<TokenResponse> {
-    const credential = await this.authenticateClient(clientId, clientSecret);
+  async clientCredentials(clientId: string, clientSecret: string, requestedScope: string | undefined, sourceAddress: string | undefined): Promise<TokenResponse> {
+    const credential = await this.authenticateClient(clientId, clientSecret, sourceAddress);
     const scopes = this.narrowScopes(credential.scopes, requestedScope);
     const access = await this.signAccessToken({
       sub: credential.client_id,

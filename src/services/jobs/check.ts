@@ -1,6 +1,7 @@
 import type { Principal } from '../../core/authz/index.ts';
 import { Sandbox, SandboxQueryError, lineColumn } from '../../core/engine/index.ts';
 import { refOf, type Catalog } from '../../core/catalog/index.ts';
+import { scrubServerPaths } from '../../core/errors/index.ts';
 import type { Authorizer } from '../../core/authz/index.ts';
 import type { JobRepo } from './repo.ts';
 import type { QueryPlanner } from './planner.ts';
@@ -47,10 +48,11 @@ export class QueryChecker {
 
   /** An error with the span to underline: from its position to the end of the word there. */
   private underline(sqlText: string, error: { code: string; message: string; position?: number }) {
-    if (error.position === undefined) return { code: error.code, message: error.message, line: null, column: null, start: null, end: null };
+    const message = scrubServerPaths(error.message);
+    if (error.position === undefined) return { code: error.code, message, line: null, column: null, start: null, end: null };
     const start = error.position;
     const match = /^[^\s,;()]+/.exec(sqlText.slice(start));
-    return { code: error.code, message: error.message, ...lineColumn(sqlText, start), start, end: Math.min(sqlText.length, start + (match ? match[0].length : 1)) };
+    return { code: error.code, message, ...lineColumn(sqlText, start), start, end: Math.min(sqlText.length, start + (match ? match[0].length : 1)) };
   }
 
   /** The datasets (and their columns) the caller may read in the workspaces the statement names. */

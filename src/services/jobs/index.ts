@@ -2,7 +2,7 @@ import path from 'node:path';
 import type { Authorizer, Principal } from '../../core/authz/index.ts';
 import type { Catalog } from '../../core/catalog/index.ts';
 import type { Db } from '../../core/db/index.ts';
-import { tokenizeSql, type Ingestor, type SandboxOptions, type SqlAnalyzer } from '../../core/engine/index.ts';
+import { InlineQueryEngine, parseSize, ProcessQueryEngine, tokenizeSql, type EngineOptions, type Ingestor, type QueryEngine, type SandboxOptions, type SqlAnalyzer } from '../../core/engine/index.ts';
 import type { TokenVerifier } from '../../core/http/index.ts';
 import type { BlobStore } from '../../core/storage/index.ts';
 import { AppError } from '../../core/errors/index.ts';
@@ -11,14 +11,15 @@ import { ExternalFetcher, ExternalReadPlanner, type ExternalReadOptions } from '
 import { QueryPlanner } from './planner.ts';
 import { JobRepo } from './repo.ts';
 import { jobRoutes } from './routes.ts';
-import { SandboxJobRunner } from './runner.ts';
+import { SandboxJobRunner, type JobEngines } from './runner.ts';
 import { JobsService } from './service.ts';
 import { LakeportStatements, SecretStore, type StatementOptions } from './statements/index.ts';
 import { placeOf } from './statements/errors.ts';
-import { DEFAULT_WORKER_OPTIONS, WorkerPool, type WorkerOptions } from './worker.ts';
+import { DEFAULT_WORKER_OPTIONS, WorkerPool, type WorkerLog, type WorkerOptions } from './worker.ts';
 
 export { JobsService } from './service.ts';
 export { WorkerPool, DEFAULT_WORKER_OPTIONS, type WorkerOptions } from './worker.ts';
+export { SandboxJobRunner, type JobEngines } from './runner.ts';
 export { LakeportStatements, SecretStore, type StatementOptions, type WorkspaceDirectory, type HostResolver } from './statements/index.ts';
 export type { ExternalReadOptions } from './external/index.ts';
 
@@ -34,6 +35,12 @@ export interface JobsOptions {
   baseUrl: () => string;
   timeoutMs: number;
   sandbox: SandboxOptions;
+  /** Where queries run: a child process, or this one. */
+  isolation: 'process' | 'inline';
+  /** Memory of all job queries together (process isolation): the child's data limit. */
+  memoryBudgetBytes?: number;
+  results?: Partial<ResultPolicy>;
+  log?: WorkerLog;
   worker?: Partial<WorkerOptions>;
   /** What CREATE SECRET, GRANT, REVOKE, CREATE/DROP TAG and ALTER WORKSPACE need. */
   statements: StatementOptions;
@@ -47,7 +54,12 @@ export function createJobsService(options: JobsOptions) {
   const secrets = new SecretStore(options.db, options.statements.sealer);
   const planner = new QueryPlanner(options.analyzer, options.catalog, options.authz, options.blobs, new ExternalReadPlanner(secrets, options.authz));
   const external = { fetcher: new ExternalFetcher(secrets, options.external), directory: path.join(options.scratchDir, 'external') };
-  const pool = new WorkerPool(repo, new SandboxJobRunner(planner, options.blobs, options.sandbox, {}, external), { ...DEFAULT_WORKER_OPTIONS, ...options.worker });
+  const workerOptions = { ...DEFAULT_WORKER_OPTIONS, ...options.worker };
+  const results = { ...DEFAULT_RESULT_POLICY, ...options.results };
+  const engines = jobEngines(options, workerOptions.concurrency);
+  const limits = { perJob: results.maxBytes, perIdentity: results.quotaBytes, retainedBy: (owner: string) => repo.retainedResultBytes(owner) };
+  const runner = new SandboxJobRunner(planner, options.blobs, engines, limits, external);
+  const pool = new WorkerPool(repo, runner, workerOptions, options.log);
   const statements = new LakeportStatements({ ...options.statements, db: options.db, authz: options.authz, catalog: options.catalog, repo, blobs: options.blobs, timeoutMs: options.timeoutMs });
   const refuseExternalReads = async (caller: Principal, sqlText: string) => {
     const refusal = await planner.refuseExternalReads(caller, sqlText);
@@ -66,9 +78,40 @@ export function createJobsService(options: JobsOptions) {
     statements,
     refuseExternalReads,
     prepareAhead: (sqlText) => options.analyzer.warm(sqlText),
+    resultRetentionMs: results.retentionMs,
   });
   const checker = new QueryChecker(planner, repo, options.catalog, options.authz, statements);
   return { jobs, pool, statements, routes: jobRoutes({ jobs, checker, verifier: options.verifier }) };
+}
+
+export interface ResultPolicy {
+  /** Bytes one job's result may take. */
+  maxBytes: number;
+  /** Bytes of results one identity may keep. */
+  quotaBytes: number;
+  /** A result is removed this long after its job finished. */
+  retentionMs: number;
+}
+
+export const DEFAULT_RESULT_POLICY: ResultPolicy = { maxBytes: 2 ** 30, quotaBytes: 10 * 2 ** 30, retentionMs: 24 * 3600_000 };
+
+/**
+ * The engines jobs run on. With process isolation each job gets at most an even share of the
+ * memory budget as its DuckDB memory_limit (the child's data limit bounds all of them together,
+ * including memory DuckDB does not count); a job under suspicion gets a child of its own.
+ */
+function jobEngines(options: JobsOptions, concurrency: number): JobEngines {
+  const { memoryLimit, threads, tempDirectory } = options.sandbox;
+  if (options.isolation === 'inline') {
+    const engine: EngineOptions = { memoryLimit, threads, tempDirectory };
+    return { shared: new InlineQueryEngine(engine), isolated: () => new InlineQueryEngine(engine, { maxIdle: 0 }) };
+  }
+  const budget = options.memoryBudgetBytes ?? concurrency * 2 ** 30 + 2 ** 29;
+  const share = Math.floor((budget * 0.8) / concurrency / 2 ** 20);
+  const perJob = memoryLimit ? Math.min(share, Math.floor(parseSize(memoryLimit) / 2 ** 20)) : share;
+  const engine: EngineOptions = { memoryLimit: `${Math.max(64, perJob)}MiB`, threads, tempDirectory };
+  const shared: QueryEngine = new ProcessQueryEngine({ engine, memoryBudgetBytes: budget, concurrency });
+  return { shared, isolated: () => new ProcessQueryEngine({ engine, memoryBudgetBytes: budget, concurrency: 1, pooled: false }) };
 }
 
 /** The end of the token at `position` (a string literal, a name…), for the span an error underlines. */

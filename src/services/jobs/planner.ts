@@ -4,7 +4,7 @@ import type { Catalog, Dataset } from '../../core/catalog/index.ts';
 import type { JobError, PermissionPair } from '../../core/db/index.ts';
 import { FILE_OR_ENVIRONMENT_FUNCTIONS, lineColumn, tokenizeSql, type FunctionRef, type SqlAnalyzer, type SqlToken, type TableRef } from '../../core/engine/index.ts';
 import type { SandboxView } from '../../core/engine/index.ts';
-import { AppError } from '../../core/errors/index.ts';
+import { AppError, scrubServerPaths } from '../../core/errors/index.ts';
 import type { BlobStore } from '../../core/storage/index.ts';
 import { EXTERNAL_READERS, ExternalReadRefusal, renderRead, type ExternalRead, type ExternalReadPlanner } from './external/index.ts';
 import type { ParamValue } from './service.ts';
@@ -30,7 +30,9 @@ export interface Caller {
   permissions: PermissionPair[];
 }
 
+/** A job's error as stored and shown: DuckDB's messages may name server paths, which are scrubbed. */
 export function jobError(sqlText: string, code: string, message: string, position?: number): JobError {
+  message = scrubServerPaths(message);
   if (position === undefined) return { code, message };
   return { code, message, position, ...lineColumn(sqlText, position) };
 }
@@ -54,6 +56,22 @@ function referenceSpan(tokens: SqlToken[], ref: TableRef): { start: number; end:
   }
   return undefined;
 }
+
+/** The span of a dataset's three-part name as written (`ws.coll.ds`, parts bare or "quoted"), by token positions. */
+function nameSpan(tokens: SqlToken[], ref: TableRef): { start: number; end: number } | undefined {
+  const first = tokenAt(tokens, ref.position);
+  if (first < 0) return undefined;
+  const part = (k: number) => tokens[k]?.kind === 'word' || tokens[k]?.kind === 'quoted_identifier';
+  const dot = (k: number) => tokens[k]?.kind === 'operator' && tokens[k].text === '.';
+  return part(first) && dot(first + 1) && part(first + 2) && dot(first + 3) && part(first + 4) ? { start: tokens[first].start, end: tokens[first + 4].end } : undefined;
+}
+
+/**
+ * DuckDB reserves the catalog names main, system and temp: a workspace so named is attached under
+ * another name (one no workspace can have), and the statement's references to it are rewritten.
+ */
+const RESERVED_CATALOGS = new Set(['main', 'system', 'temp']);
+const catalogOf = (workspace: string) => (RESERVED_CATALOGS.has(workspace) ? `workspace:${workspace}` : workspace);
 
 /** The span of a table function call `[schema.]name( … )`, by token positions. */
 function callSpan(tokens: SqlToken[], position: number | undefined): { start: number; end: number } | undefined {
@@ -141,7 +159,7 @@ export class QueryPlanner {
       return fail('TABLE_FUNCTION_NOT_ALLOWED', hint, fn.position);
     }
     const forbidden = analysis.scalarFunctions.find((f) => FILE_OR_ENVIRONMENT_FUNCTIONS.has(f));
-    if (forbidden) return fail('FUNCTION_NOT_ALLOWED', `${forbidden}() reads files or the environment and is not allowed`);
+    if (forbidden) return fail('FUNCTION_NOT_ALLOWED', `${forbidden}() reads files, settings or the environment and is not allowed`);
 
     const lower = new Map(Object.entries(values).map(([k, v]) => [k.toLowerCase(), v]));
     const missing = analysis.rewritten.names.filter((n) => !lower.has(n.toLowerCase()));
@@ -183,7 +201,7 @@ export class QueryPlanner {
       if (!dataset || !readable) return fail('DATASET_NOT_FOUND', `Dataset ${label} does not exist, or you may not read it`, ref.position);
       if (dataset.kind === 'external') return fail('VERSIONING_NOT_SUPPORTED', `Dataset ${label} is listed from an external catalog and cannot be queried here`, ref.position);
       let snapshotId: number | null = dataset.current_snapshot_id;
-      let viewName: [string, string, string] = [workspace, collection, name];
+      let viewName: [string, string, string] = [catalogOf(workspace), collection, name];
       if (ref.version) {
         if (ref.version.kind === 'timestamp') return fail('INVALID_TIME_TRAVEL', 'Time travel by timestamp is not supported; use a tag or a snapshot id', ref.position);
         const selector = ref.version.kind === 'tag' ? { kind: 'tag' as const, name: ref.version.name } : { kind: 'id' as const, snapshotId: ref.version.snapshotId };
@@ -193,9 +211,13 @@ export class QueryPlanner {
           if (error instanceof AppError && error.status < 500) return fail('SNAPSHOT_NOT_FOUND', `${label}: ${error.message}`, ref.position);
           throw error;
         }
-        viewName = [workspace, collection, `${name}@${snapshotId}`];
+        viewName = [viewName[0], collection, `${name}@${snapshotId}`];
         const span = referenceSpan(tokens, ref);
         if (!span) return fail('INVALID_TIME_TRAVEL', `Could not read the AT clause of ${label}`, ref.position);
+        edits.push({ ...span, text: viewName.map(quote).join('.') });
+      } else if (viewName[0] !== workspace) {
+        const span = nameSpan(tokens, ref);
+        if (!span) return fail('UNKNOWN_TABLE', `Could not read the name of ${label}: write it as ${workspace}.${collection}.${name}`, ref.position);
         edits.push({ ...span, text: viewName.map(quote).join('.') });
       }
       const key = viewName.join('\u0000');

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createWorkspace, signIn, type TestUser } from '../../../test/clients.ts';
 import { createTestApp, type TestApp } from '../../../test/harness.ts';
 import { seedSnapshot } from '../../../test/seed.ts';
+import type { InlineQueryEngine } from '../../core/engine/index.ts';
 import type { SandboxJobRunner } from './runner.ts';
 
 /** Warm sandbox engines through the job service: grants, snapshots, identities, cancel. */
@@ -17,7 +18,7 @@ const columns = [
   { name: 'amount', type: 'DECIMAL(18,2)', nullable: true },
 ];
 
-const sandboxes = () => (t.app.lakeport.workers as unknown as { runner: SandboxJobRunner }).runner.sandboxes;
+const sandboxes = () => ((t.app.lakeport.workers as unknown as { runner: SandboxJobRunner }).runner.engines.shared as InlineQueryEngine).sandboxes;
 
 async function run(user: TestUser, sql: string) {
   const { execution_id } = (await user.request('POST', `${J}/jobs`, { sql_text: sql })).json();

@@ -42,9 +42,17 @@ export class JobRepo {
     return this.db.kysely.selectFrom('jobs').selectAll().where('execution_id', '=', executionId).executeTakeFirst();
   }
 
-  /** The caller's jobs, newest first; `status` or a text match narrows them. */
-  recent(owner: string, filter: { statuses?: string[]; text?: string }, limit: number): Promise<JobRow[]> {
+  /**
+   * The caller's jobs, newest first; `status` or a text match narrows them, `narrowedOnly` leaves out
+   * jobs submitted unnarrowed (`permissions` = []), and `after` continues after that job.
+   */
+  recent(owner: string, filter: { statuses?: string[]; text?: string; narrowedOnly?: boolean; after?: string }, limit: number): Promise<JobRow[]> {
     let query = this.db.kysely.selectFrom('jobs').selectAll().where('owner', '=', owner);
+    if (filter.narrowedOnly) query = query.where(sql<boolean>`jsonb_array_length(permissions) > 0`);
+    if (filter.after !== undefined) {
+      // Compared with the row's own stored values, so no timestamp precision is lost on the way.
+      query = query.where(sql<boolean>`(created_at, execution_id) < (SELECT j.created_at, j.execution_id FROM jobs j WHERE j.execution_id = ${filter.after})`);
+    }
     if (filter.statuses) query = query.where('status', 'in', filter.statuses as JobRow['status'][]);
     if (filter.text !== undefined) {
       const pattern = `%${filter.text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
@@ -55,18 +63,66 @@ export class JobRepo {
 
   /**
    * Claims (and starts) up to `limit` of the oldest queued jobs for a worker, in one statement;
-   * concurrent workers skip each other's rows (`FOR UPDATE SKIP LOCKED`). Oldest first.
+   * concurrent workers skip each other's rows (`FOR UPDATE SKIP LOCKED`). Oldest first. Jobs of an
+   * owner with `perOwner` jobs running already (anywhere) wait, so one identity cannot take every slot.
    */
-  async claim(workerId: string, limit = 1): Promise<JobRow[]> {
+  async claim(workerId: string, limit = 1, perOwner = 1_000_000): Promise<JobRow[]> {
     const now = new Date();
+    // `place`: the job's rank among its owner's queued jobs after the ones already running; a job
+    // is taken only while its owner stays within `perOwner`. The pick is a CTE so it runs once:
+    // as an `IN (subquery)` the planner may rescan it, and a rescan of LIMIT … SKIP LOCKED picks again.
+    const result = await sql<JobRow>`
+      WITH running AS (
+        SELECT owner, count(*) AS n FROM jobs WHERE status = 'running' GROUP BY owner
+      ), eligible AS (
+        SELECT q.execution_id, q.created_at
+        FROM (SELECT execution_id, owner, created_at, row_number() OVER (PARTITION BY owner ORDER BY created_at) AS place FROM jobs WHERE status = 'queued') q
+        LEFT JOIN running r ON r.owner = q.owner
+        WHERE q.place + coalesce(r.n, 0) <= ${perOwner}
+        ORDER BY q.created_at
+        LIMIT ${limit}
+      ), picked AS (
+        SELECT execution_id FROM jobs WHERE execution_id IN (SELECT execution_id FROM eligible) AND status = 'queued' FOR UPDATE SKIP LOCKED
+      )
+      UPDATE jobs SET status = 'running', worker_id = ${workerId}, started_at = ${now}, heartbeat_at = ${now}, attempts = jobs.attempts + 1
+      FROM picked WHERE jobs.execution_id = picked.execution_id
+      RETURNING jobs.*`.execute(this.db.kysely);
+    return result.rows.sort((a, b) => a.created_at.getTime() - b.created_at.getTime());
+  }
+
+  /** Puts a running job of this worker back in the queue (its engine died under it). */
+  async requeue(executionId: string, workerId: string): Promise<boolean> {
+    const row = await this.db.kysely
+      .updateTable('jobs')
+      .set({ status: 'queued', worker_id: null, heartbeat_at: null, started_at: null })
+      .where('execution_id', '=', executionId)
+      .where('worker_id', '=', workerId)
+      .where('status', '=', 'running')
+      .returning('execution_id')
+      .executeTakeFirst();
+    return row !== undefined;
+  }
+
+  /** Bytes of the results `owner` keeps now. */
+  async retainedResultBytes(owner: string): Promise<number> {
+    const row = await this.db.kysely
+      .selectFrom('jobs')
+      .select((eb) => eb.fn.coalesce(eb.fn.sum<number>('result_bytes'), sql<number>`0`).as('bytes'))
+      .where('owner', '=', owner)
+      .where('result_key', 'is not', null)
+      .executeTakeFirst();
+    return Number(row?.bytes ?? 0);
+  }
+
+  /** Marks up to `limit` results finished before `before` as removed and returns their jobs and keys (the caller deletes the files). */
+  async expireResults(before: Date, limit: number): Promise<{ executionId: string; key: string }[]> {
     const rows = await this.db.kysely
       .updateTable('jobs')
-      .set({ status: 'running', worker_id: workerId, started_at: now, heartbeat_at: now, attempts: sql<number>`attempts + 1` })
-      .where('execution_id', 'in', (eb) => eb.selectFrom('jobs').select('execution_id').where('status', '=', 'queued').orderBy('created_at').limit(limit).forUpdate().skipLocked())
-      .where('status', '=', 'queued')
-      .returningAll()
+      .set({ result_key: null, result_bytes: null, results_expired_at: new Date() })
+      .where('execution_id', 'in', (eb) => eb.selectFrom('jobs').select('execution_id').where('result_key', 'is not', null).where('finished_at', '<', before).limit(limit))
+      .returning((eb) => eb.ref('execution_id').as('id'))
       .execute();
-    return rows.sort((a, b) => a.created_at.getTime() - b.created_at.getTime());
+    return rows.map((r) => ({ executionId: r.id, key: `results/${r.id}.parquet` }));
   }
 
   /** Whether any job is queued: a read, much cheaper than a claim that finds nothing. */
@@ -95,7 +151,7 @@ export class JobRepo {
   async finish(
     executionId: string,
     workerId: string,
-    outcome: { status: 'succeeded' | 'failed' | 'cancelled'; error?: JobError; result_key?: string; row_count?: number; columns?: { name: string; type: string }[] },
+    outcome: { status: 'succeeded' | 'failed' | 'cancelled'; error?: JobError; result_key?: string; result_bytes?: number; row_count?: number; columns?: { name: string; type: string }[] },
   ): Promise<FinishedColumns | undefined> {
     return this.db.kysely
       .updateTable('jobs')
@@ -103,6 +159,7 @@ export class JobRepo {
         status: outcome.status,
         error: outcome.error ? JSON.stringify(outcome.error) : null,
         result_key: outcome.result_key ?? null,
+        result_bytes: outcome.result_bytes ?? null,
         row_count: outcome.row_count ?? null,
         columns: outcome.columns ? JSON.stringify(outcome.columns) : null,
         finished_at: new Date(),

@@ -1,6 +1,6 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { Sandbox, SandboxInterruptedError, SandboxPool, SandboxQueryError, type SandboxOptions, type SandboxPoolOptions } from '../../core/engine/index.ts';
+import { QueryEngineCrashedError, SandboxInterruptedError, SandboxQueryError, type InterruptReason, type QueryEngine, type QueryRequest, type QueryRun } from '../../core/engine/index.ts';
 import type { BlobStore } from '../../core/storage/index.ts';
 import { ExternalReadFailure, type ExternalFetcher, type FetchedReads } from './external/index.ts';
 import { jobError, type PreparedQuery, type QueryPlanner } from './planner.ts';
@@ -17,89 +17,119 @@ export interface ExternalReading {
 /** A job directory of copies left by a process that died is removed after this long. */
 const STALE_COPIES_MS = 24 * 3600_000;
 
+/** The engines jobs run on: one shared by all jobs, and a fresh one for a job under suspicion. */
+export interface JobEngines {
+  shared: QueryEngine;
+  /** An engine of its own for one job (closed after it): a job that was running when its engine died. */
+  isolated(): QueryEngine;
+}
+
+export interface ResultLimits {
+  /** Bytes one job's result may take. */
+  perJob: number;
+  /** Bytes of results one identity may keep at once (checked when its job starts). */
+  perIdentity: number;
+  /** Bytes of results the identity keeps now. */
+  retainedBy(owner: string): Promise<number>;
+}
+
+/** After a timeout or cancel, a job that does not stop within this long is finished anyway. */
+const STOP_GRACE_MS = 2_000;
+
 /**
- * Runs a claimed job: plan it for its owner, take a sandboxed DuckDB holding only the views it may
- * read (a warm engine from the pool when one with exactly this owner and these views is idle, else
- * a new one), write the result once as Parquet to `results/<execution_id>.parquet`.
- *
- * The result: the engine's allowed_paths are fixed when it is made, so a pooled engine cannot be
- * told about a per-job file. Each job on it (one at a time) writes the engine's private
- * `result.parquet` (in its allowed_paths, under its own work directory), which runToParquet then
- * renames to a fresh temporary file of the blob store and putFile renames into place; the file
- * never stays where the next job on that engine could see it.
+ * Runs a claimed job: plan it for its owner, run it on a query engine (core/engine: a sandboxed
+ * DuckDB holding only the views it may read, normally in a child process), publish the result once
+ * as Parquet at `results/<execution_id>.parquet`.
  *
  * Private storage (READ_* with credentials): the objects are first copied into a directory of the
- * job's own (ExternalFetcher), the calls are rewritten to read those copies, and the job runs on an
- * engine of its own, made with exactly those files added to allowed_paths and closed when the job
- * ends: it never enters the pool. (Its allowed_paths name files no other job will ever have, so a
- * pooled engine could never be reused anyway, and none outlives the files.) The directory is
+ * job's own (ExternalFetcher), the calls are rewritten to read those copies, and the engine gives
+ * the job a sandbox of its own that may read exactly those files (never pooled). The directory is
  * removed when the job ends, however it ends: success, failure, cancel or timeout.
+ *
+ * The time limit covers the job's whole life: a job still busy STOP_GRACE_MS after its timeout or
+ * cancel (planning, copying, a query that does not answer the interrupt) is finished then, and
+ * whatever it produces later is thrown away.
+ *
+ * Poison jobs: a job whose engine process died under it is re-queued once ('requeue'); its next
+ * attempt runs on an engine of its own, and if that one dies too the job fails with ENGINE_CRASHED
+ * and is never run again. Jobs that only shared the engine with it succeed on their second run.
  */
 export class SandboxJobRunner implements JobRunner {
-  readonly sandboxes: SandboxPool;
-  private readonly engineOptions: Omit<SandboxOptions, 'timeoutMs' | 'resultPaths' | 'readPaths'>;
   private swept = false;
 
   constructor(
     private readonly planner: QueryPlanner,
     private readonly blobs: BlobStore,
-    sandboxOptions: SandboxOptions,
-    poolOptions: Partial<Omit<SandboxPoolOptions, 'engine'>> = {},
+    readonly engines: JobEngines,
+    private readonly limits: ResultLimits,
     private readonly external?: ExternalReading,
-  ) {
-    const { memoryLimit, threads, tempDirectory } = sandboxOptions;
-    this.engineOptions = { memoryLimit, threads, tempDirectory };
-    this.sandboxes = new SandboxPool({ ...poolOptions, engine: { memoryLimit, threads, tempDirectory } });
-  }
+  ) {}
 
   start(job: JobRow) {
-    let sandbox: Sandbox | undefined;
-    let stop: 'cancelled' | 'timeout' | undefined;
+    let run: QueryRun | undefined;
+    let stop: InterruptReason | undefined;
+    let giveUp: ((outcome: JobOutcome) => void) | undefined;
     const abort = new AbortController();
-    const done = this.run(job, (s) => (sandbox = s), () => stop, abort.signal);
+    const abandoned = new Promise<JobOutcome>((resolve) => (giveUp = resolve));
+    const work = this.run(job, (r) => (run = r), () => stop, abort.signal);
     return {
-      done,
-      cancel(reason: 'cancelled' | 'timeout') {
-        stop ??= reason;
+      done: Promise.race([work, abandoned]),
+      cancel: (reason: 'cancelled' | 'timeout') => {
+        if (stop) return;
+        stop = reason;
         abort.abort(new SandboxInterruptedError(reason));
-        sandbox?.interrupt();
+        run?.interrupt(reason);
+        setTimeout(() => giveUp?.(this.stopped(reason, job)), STOP_GRACE_MS).unref();
       },
     };
   }
 
-  /** Closes the idle engines (the worker pool is stopping). */
+  /** Closes the shared engine (the worker pool is stopping). */
   close(): Promise<void> {
-    return this.sandboxes.drain();
+    return this.engines.shared.close();
   }
 
-  private stopped(reason: 'cancelled' | 'timeout', job: JobRow): JobOutcome {
-    return reason === 'cancelled'
-      ? { status: 'cancelled', error: { code: 'CANCELLED', message: 'Cancelled by its owner' } }
-      : { status: 'failed', error: { code: 'JOB_TIMEOUT', message: `The job ran longer than its ${Math.round(job.timeout_ms / 1000)} s limit and was stopped` } };
+  private stopped(reason: InterruptReason, job: JobRow): JobOutcome {
+    if (reason === 'cancelled') return { status: 'cancelled', error: { code: 'CANCELLED', message: 'Cancelled by its owner' } };
+    if (reason === 'too_large') return { status: 'failed', error: { code: 'RESULT_TOO_LARGE', message: 'The result grew past the size limit and the job was stopped; select fewer rows or columns, or aggregate' } };
+    return { status: 'failed', error: { code: 'JOB_TIMEOUT', message: `The job ran longer than its ${Math.round(job.timeout_ms / 1000)} s limit and was stopped` } };
   }
 
-  private async run(job: JobRow, opened: (s: Sandbox) => void, stopReason: () => 'cancelled' | 'timeout' | undefined, signal: AbortSignal): Promise<JobOutcome> {
+  private async run(job: JobRow, started: (r: QueryRun) => void, stopReason: () => InterruptReason | undefined, signal: AbortSignal): Promise<JobOutcome> {
     const prepared = await this.planner.prepare({ identity: job.owner, permissions: job.permissions }, job.sql_text, job.parameters, { withFiles: true });
     if (!prepared.ok) return { status: 'failed', error: prepared.error };
     const { query } = prepared;
+    const retained = await this.limits.retainedBy(job.owner);
+    const room = this.limits.perIdentity - retained;
+    if (room <= 0) {
+      return { status: 'failed', error: { code: 'RESULT_QUOTA_EXCEEDED', message: `Your kept results take ${retained} bytes, the most one identity may keep; they are removed after their retention time` } };
+    }
     const early = stopReason();
     if (early) return this.stopped(early, job);
-    if (query.external.length > 0) return this.runExternal(job, query, opened, stopReason, signal);
-    const sandbox = await this.sandboxes.acquire(job.owner, query.views);
-    opened(sandbox);
+    // A second attempt was running when its engine (or its whole process) died: it runs alone.
+    const isolated = job.attempts > 1;
+    const engine = isolated ? this.engines.isolated() : this.engines.shared;
     try {
-      return await this.execute(job, sandbox, query, query.sql, stopReason);
+      const request = { identity: job.owner, views: query.views, params: query.params, maxResultBytes: Math.min(this.limits.perJob, room) };
+      if (query.external.length > 0) return await this.runExternal(job, query, engine, request, started, stopReason, signal);
+      return await this.execute(job, engine, { ...request, sql: query.sql }, query, started, stopReason);
+    } catch (error) {
+      if (!(error instanceof QueryEngineCrashedError)) throw error;
+      if (!isolated) return { status: 'requeue', reason: error.message };
+      return { status: 'failed', error: { code: 'ENGINE_CRASHED', message: 'The query stopped the query engine twice and will not be run again' } };
     } finally {
-      sandbox.close();
+      if (isolated) await engine.close();
     }
   }
 
-  /** A job that reads private storage: copies, a private engine over them, and cleanup whatever happens. */
+  /** A job that reads private storage: copies, a sandbox that may read them, and cleanup whatever happens. */
   private async runExternal(
     job: JobRow,
     query: PreparedQuery,
-    opened: (s: Sandbox) => void,
-    stopReason: () => 'cancelled' | 'timeout' | undefined,
+    engine: QueryEngine,
+    request: Omit<QueryRequest, 'sql' | 'resultPath'>,
+    started: (r: QueryRun) => void,
+    stopReason: () => InterruptReason | undefined,
     signal: AbortSignal,
   ): Promise<JobOutcome> {
     const first = query.external[0];
@@ -110,7 +140,6 @@ export class SandboxJobRunner implements JobRunner {
       await this.sweepStaleCopies();
     }
     const directory = await fs.mkdtemp(path.join(this.external.directory, `${job.execution_id}-`));
-    let sandbox: Sandbox | undefined;
     try {
       let fetched: FetchedReads;
       try {
@@ -121,25 +150,21 @@ export class SandboxJobRunner implements JobRunner {
         if (error instanceof ExternalReadFailure) return { status: 'failed', error: jobError(job.sql_text, error.code, error.message, error.position) };
         throw error;
       }
-      const late = stopReason();
-      if (late) return this.stopped(late, job);
-      if (this.engineOptions.tempDirectory) await fs.mkdir(this.engineOptions.tempDirectory, { recursive: true });
-      sandbox = await Sandbox.open(query.views, { ...this.engineOptions, readPaths: fetched.files.flat() });
-      opened(sandbox);
-      return await this.execute(job, sandbox, query, query.render(fetched.files), stopReason, (message) => this.objectNames(message, directory, fetched.urls));
+      const sql = query.render(fetched.files);
+      return await this.execute(job, engine, { ...request, sql, readPaths: fetched.files.flat() }, query, started, stopReason, (message) => this.objectNames(message, directory, fetched.urls));
     } finally {
-      sandbox?.close();
       await fs.rm(directory, { recursive: true, force: true });
     }
   }
 
-  /** Runs the SQL on the sandbox and publishes the result. */
+  /** Runs the SQL on the engine and publishes the result (unless the job was stopped meanwhile). */
   private async execute(
     job: JobRow,
-    sandbox: Sandbox,
+    engine: QueryEngine,
+    request: Omit<QueryRequest, 'resultPath'>,
     query: PreparedQuery,
-    sql: string,
-    stopReason: () => 'cancelled' | 'timeout' | undefined,
+    started: (r: QueryRun) => void,
+    stopReason: () => InterruptReason | undefined,
     describe: (message: string) => string = (m) => m,
   ): Promise<JobOutcome> {
     let local: string | undefined;
@@ -147,11 +172,16 @@ export class SandboxJobRunner implements JobRunner {
       const late = stopReason();
       if (late) return this.stopped(late, job);
       local = await this.blobs.tempPath('.parquet');
-      const result = await sandbox.runToParquet(sql, query.params, local);
+      const run = engine.run({ ...request, resultPath: local });
+      started(run);
+      const result = await run.done;
+      const stopped = stopReason();
+      if (stopped) return this.stopped(stopped, job);
+      const bytes = (await fs.stat(local)).size;
       const key = `results/${job.execution_id}.parquet`;
       await this.blobs.putFile(key, local);
       local = undefined; // consumed
-      return { status: 'succeeded', result_key: key, row_count: result.rowCount, columns: result.columns };
+      return { status: 'succeeded', result_key: key, result_bytes: bytes, row_count: result.rowCount, columns: result.columns };
     } catch (error) {
       if (error instanceof SandboxInterruptedError) return this.stopped(stopReason() ?? error.reason, job);
       if (error instanceof SandboxQueryError) {

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { sqlTextViolation, valueViolation, type LimitViolation } from '../../core/engine/input-limits.ts';
 import { queryBoolean } from '../../core/http/index.ts';
 
 /** Text the metadata database can store: PostgreSQL's text and jsonb hold no NUL character. */
@@ -10,16 +11,23 @@ const NO_NUL = (value: unknown): boolean => {
 };
 const NUL_MESSAGE = 'must not contain a NUL character';
 
-const ParamValue = z.union([z.string().refine(NO_NUL, NUL_MESSAGE), z.number(), z.boolean(), z.null()]);
+/** Refuses text past a limit of core/engine/input-limits.ts (size, nesting), before it reaches DuckDB. */
+const within = (violation: (value: string) => LimitViolation | undefined) => (value: string, ctx: z.RefinementCtx) => {
+  const found = violation(value);
+  if (found) ctx.addIssue({ code: 'custom', message: `${found.message} (at character ${found.position + 1})` });
+};
+
+const ParamValue = z.union([z.string().refine(NO_NUL, NUL_MESSAGE).superRefine(within(valueViolation)), z.number(), z.boolean(), z.null()]);
+const SqlText = z.string().min(1).max(1_000_000).superRefine(within(sqlTextViolation));
 
 export const JobCreateRequest = z.object({
-  sql_text: z.string().min(1).max(1_000_000).refine(NO_NUL, NUL_MESSAGE),
+  sql_text: SqlText.refine(NO_NUL, NUL_MESSAGE),
   client_info: z.record(z.string(), z.unknown()).refine(NO_NUL, NUL_MESSAGE).nullish(),
   parameters: z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,63}$/, 'a parameter name is letters, digits and underscores'), ParamValue).nullish(),
 });
 
 export const QueryCheckRequest = z.object({
-  sql_text: z.string().min(1).max(1_000_000),
+  sql_text: SqlText,
   parameters: z.record(z.string(), ParamValue).nullish(),
 });
 
@@ -43,5 +51,5 @@ export const RecentQuery = z.object({ filter: z.string().max(1000).nullish() });
 export const VariableParams = z.object({ name: z.string().min(1).max(64) });
 export const VariableUpsertRequest = z.object({
   type: z.enum(['string', 'number', 'boolean']),
-  value: z.union([z.string(), z.number(), z.boolean()]),
+  value: z.union([z.string().superRefine(within(valueViolation)), z.number(), z.boolean()]),
 });

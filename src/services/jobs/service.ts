@@ -2,10 +2,10 @@ import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
 import crypto from 'node:crypto';
-import type { Principal } from '../../core/authz/index.ts';
+import { mayAccessOwned, seesOnlyNarrowedRecords, type Principal } from '../../core/authz/index.ts';
 import { newId } from '../../core/crypto/index.ts';
 import type { Ingestor } from '../../core/engine/index.ts';
-import { AppError, RequestValidationError } from '../../core/errors/index.ts';
+import { AppError, RequestValidationError, scrubServerPaths } from '../../core/errors/index.ts';
 import type { BlobStore } from '../../core/storage/index.ts';
 import type { JobRepo, JobRow } from './repo.ts';
 import type { LakeportStatements } from './statements/index.ts';
@@ -31,10 +31,14 @@ export interface JobsDeps {
   refuseExternalReads?: (caller: Principal, sqlText: string) => Promise<AppError | undefined>;
   /** Starts the work a run of `sqlText` will need (its analysis) while the job is being stored. */
   prepareAhead?: (sqlText: string) => void;
+  /** A result is removed this long after its job finished. */
+  resultRetentionMs?: number;
 }
 
 const STATUS_FILTERS = new Set(['queued', 'running', 'succeeded', 'failed', 'cancelled']);
 const MAX_WAIT_SECONDS = 30;
+/** How many jobs /jobs/recent answers. */
+const RECENT_PAGE = 100;
 const VARIABLE_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;
 
 /** Timings in milliseconds, from the job's timestamps. */
@@ -68,7 +72,7 @@ export class JobsService {
       timeout_ms: this.deps.timeoutMs,
     };
     const { pool, repo } = this.deps;
-    if (!pool.reserve()) {
+    if (!pool.reserve(caller.identity)) {
       const queued = await repo.enqueue(job);
       pool.notify();
       return { execution_id: queued.execution_id, status: queued.status, status_url: this.url(queued, 'status') };
@@ -85,10 +89,14 @@ export class JobsService {
     return { execution_id: running.execution_id, status: running.status, status_url: this.url(running, 'status') };
   }
 
-  /** The caller's own job (`known`: its row as this process knows it, else it is read); anyone else's is 404, like an unknown one. */
+  /**
+   * A job the caller may see (`known`: its row as this process knows it, else it is read): its
+   * identity's, made under permissions within the caller's (core/authz `mayAccessOwned`), so a
+   * narrowed credential never sees work of wider ones. Anything else is 404, like an unknown id.
+   */
   private async own(caller: Principal, executionId: string, known?: JobRow): Promise<JobRow> {
     const job = known ?? (await this.deps.repo.get(executionId));
-    if (!job || job.owner !== caller.identity) throw AppError.notFound(`No job ${executionId}`, 'JOB_NOT_FOUND');
+    if (!job || !mayAccessOwned(caller, job)) throw AppError.notFound(`No job ${executionId}`, 'JOB_NOT_FOUND');
     return job;
   }
 
@@ -105,7 +113,8 @@ export class JobsService {
       finished_at: job.finished_at?.toISOString() ?? null,
       timings: timings(job),
       row_count: job.row_count === null ? null : Number(job.row_count),
-      error: job.error,
+      // Also for errors stored before paths were scrubbed, or by a worker that failed outright.
+      error: job.error && { ...job.error, message: scrubServerPaths(job.error.message) },
       status_url: this.url(job, 'status'),
       ...(done ? { results_url: this.url(job, 'results'), download_url: this.url(job, 'download') } : {}),
     };
@@ -134,13 +143,25 @@ export class JobsService {
   async recent(caller: Principal, filter: string | null | undefined) {
     const f = filter?.trim();
     const statuses = !f ? undefined : f === 'in_progress' ? ['queued', 'running'] : STATUS_FILTERS.has(f.toLowerCase()) ? [f.toLowerCase()] : undefined;
-    const jobs = await this.deps.repo.recent(caller.identity, { statuses, text: f && !statuses ? f : undefined }, 100);
-    return jobs.map((j) => this.view(j));
+    const query = { statuses, text: f && !statuses ? f : undefined, narrowedOnly: seesOnlyNarrowedRecords(caller) };
+    // The newest jobs the caller may see: a narrowed caller's page is filtered, so read on until it is full.
+    const visible: JobRow[] = [];
+    let after: string | undefined;
+    for (;;) {
+      const batch = await this.deps.repo.recent(caller.identity, { ...query, after }, RECENT_PAGE);
+      visible.push(...batch.filter((j) => mayAccessOwned(caller, j)));
+      if (batch.length < RECENT_PAGE || visible.length >= RECENT_PAGE) break;
+      after = batch[batch.length - 1].execution_id;
+    }
+    return visible.slice(0, RECENT_PAGE).map((j) => this.view(j));
   }
 
   private async finished(caller: Principal, executionId: string): Promise<JobRow & { result_key: string }> {
     const job = await this.own(caller, executionId, this.deps.pool.finishedHere(executionId));
     if (job.status === 'queued' || job.status === 'running') throw AppError.conflict(`Job ${executionId} is still ${job.status}; poll its status_url`, 'JOB_IN_PROGRESS');
+    if (job.status === 'succeeded' && job.results_expired_at) {
+      throw new AppError(410, 'RESULTS_EXPIRED', `The results of job ${executionId} were removed at ${job.results_expired_at.toISOString()}, after their retention time; run the query again`);
+    }
     if (job.status !== 'succeeded' || !job.result_key) throw AppError.conflict(`Job ${executionId} ${job.status}; it has no results`, 'JOB_HAS_NO_RESULTS');
     return job as JobRow & { result_key: string };
   }
@@ -174,6 +195,21 @@ export class JobsService {
     const types = { csv: 'text/csv; charset=utf-8', json: 'application/x-ndjson', parquet: 'application/vnd.apache.parquet' };
     const extension = { csv: 'csv', json: 'jsonl', parquet: 'parquet' }[options.file_format];
     return { stream, contentType: types[options.file_format], fileName: `${job.execution_id}.${extension}` };
+  }
+
+  /** Removes results past their retention time (in batches); returns how many. */
+  async sweepExpiredResults(): Promise<number> {
+    const before = new Date(Date.now() - (this.deps.resultRetentionMs ?? 24 * 3600_000));
+    let removed = 0;
+    for (;;) {
+      const expired = await this.deps.repo.expireResults(before, 500);
+      for (const { executionId, key } of expired) {
+        this.deps.pool.forget(executionId);
+        await this.deps.blobs.delete(key);
+      }
+      removed += expired.length;
+      if (expired.length < 500) return removed;
+    }
   }
 
   // ── saved variables ──

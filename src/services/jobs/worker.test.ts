@@ -57,7 +57,7 @@ function runner(slowMs = 200): JobRunner & { started: string[] } {
       started.push(job.execution_id);
       const ms = job.execution_id.startsWith('slow') ? slowMs : 1;
       return {
-        done: new Promise<JobOutcome>((resolve) => setTimeout(() => resolve({ status: 'succeeded', result_key: 'k', row_count: 1, columns: [] }), ms)),
+        done: new Promise<JobOutcome>((resolve) => setTimeout(() => resolve({ status: 'succeeded', result_key: 'k', result_bytes: 1, row_count: 1, columns: [] }), ms)),
         cancel() {},
       };
     },
@@ -66,7 +66,7 @@ function runner(slowMs = 200): JobRunner & { started: string[] } {
 
 const pools: WorkerPool[] = [];
 function start(repo: FakeRepo, run: JobRunner, options: Partial<WorkerOptions> = {}) {
-  const pool = new WorkerPool(repo as unknown as JobRepo, run, { concurrency: 2, pollMs: 60_000, heartbeatMs: 60_000, staleAfterMs: 60_000, maxAttempts: 2, ...options });
+  const pool = new WorkerPool(repo as unknown as JobRepo, run, { concurrency: 2, perIdentity: 2, pollMs: 60_000, heartbeatMs: 60_000, staleAfterMs: 60_000, maxAttempts: 2, ...options });
   pools.push(pool);
   pool.start();
   return pool;
@@ -100,9 +100,9 @@ describe('worker round trips', () => {
     await settle();
     const claimsAtStart = repo.calls.claim;
     // Nothing queued, both slots free: a submit may insert its job already claimed.
-    expect(pool.reserve()).toBe(true);
-    expect(pool.reserve()).toBe(true);
-    expect(pool.reserve()).toBe(false); // both slots promised
+    expect(pool.reserve("alice")).toBe(true);
+    expect(pool.reserve("alice")).toBe(true);
+    expect(pool.reserve("alice")).toBe(false); // both slots promised
     pool.release();
     const row = Object.assign(repo.add('slow-direct'), { status: 'running' });
     repo.queued.length = 0; // inserted claimed, never queued
@@ -114,7 +114,7 @@ describe('worker round trips', () => {
     // A queued job may be waiting (a submit that could not reserve woke the pool): no jumping ahead.
     repo.add('queued-one');
     pool.notify();
-    expect(pool.reserve()).toBe(false);
+    expect(pool.reserve("alice")).toBe(false);
     expect((await pool.waitLocal('queued-one', 5_000))?.status).toBe('succeeded');
   });
 

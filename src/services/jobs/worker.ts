@@ -5,8 +5,10 @@ import type { JobRepo, JobRow } from './repo.ts';
 
 /** What running one job produced. */
 export type JobOutcome =
-  | { status: 'succeeded'; result_key: string; row_count: number; columns: { name: string; type: string }[] }
-  | { status: 'failed' | 'cancelled'; error: JobError };
+  | { status: 'succeeded'; result_key: string; result_bytes: number; row_count: number; columns: { name: string; type: string }[] }
+  | { status: 'failed' | 'cancelled'; error: JobError }
+  /** The engine died under the job: it goes back to the queue (the runner decides how it runs next). */
+  | { status: 'requeue'; reason: string };
 
 /** Runs one claimed job; `cancel()` on the handle interrupts it. */
 export interface JobRunner {
@@ -18,6 +20,8 @@ export interface JobRunner {
 export interface WorkerOptions {
   /** Jobs run at once by this process. */
   concurrency: number;
+  /** Jobs of one identity running at once (over every process for queued jobs; here for the direct start). */
+  perIdentity: number;
   pollMs: number;
   heartbeatMs: number;
   /** A running job whose heartbeat is older than this is taken to have lost its worker. */
@@ -25,7 +29,13 @@ export interface WorkerOptions {
   maxAttempts: number;
 }
 
-export const DEFAULT_WORKER_OPTIONS: WorkerOptions = { concurrency: 4, pollMs: 250, heartbeatMs: 2_000, staleAfterMs: 15_000, maxAttempts: 2 };
+export const DEFAULT_WORKER_OPTIONS: WorkerOptions = { concurrency: 4, perIdentity: 4, pollMs: 250, heartbeatMs: 2_000, staleAfterMs: 15_000, maxAttempts: 2 };
+
+/** Where the pool reports what went wrong in the background (Fastify's pino logger). */
+export interface WorkerLog {
+  warn(fields: object, message: string): void;
+  error(fields: object, message: string): void;
+}
 
 /** How long a job finished here is remembered for long-poll waiters that looked just before it finished. */
 const RECENT_MS = 10_000;
@@ -67,11 +77,14 @@ export class WorkerPool {
   private queueEpoch = 0;
   /** Slots promised to jobs being submitted here (reserve, then adopt or release). */
   private reserved = 0;
+  /** A claim was asked for while slots were promised: it runs once they are settled. */
+  private claimAfterReserved = false;
 
   constructor(
     private readonly repo: JobRepo,
     private readonly runner: JobRunner,
     private readonly options: WorkerOptions = DEFAULT_WORKER_OPTIONS,
+    private readonly log: WorkerLog = { warn() {}, error() {} },
   ) {
     this.events.setMaxListeners(0);
   }
@@ -102,8 +115,9 @@ export class WorkerPool {
    * ahead of it: the job is then inserted already claimed by this pool (one statement instead of an
    * insert and a claim) and handed over with adopt(); release() if the insert fails.
    */
-  reserve(): boolean {
+  reserve(identity: string): boolean {
     if (this.stopped || this.claiming || this.mayHaveQueued || this.busy() >= this.options.concurrency) return false;
+    if (this.runningFor(identity) >= this.options.perIdentity) return false;
     this.reserved++;
     return true;
   }
@@ -112,14 +126,29 @@ export class WorkerPool {
   adopt(job: JobRow) {
     this.reserved--;
     this.run(job);
+    this.afterReservations();
   }
 
   release() {
     this.reserved--;
+    this.afterReservations();
+  }
+
+  /** A claim waits for the jobs being inserted already claimed, so it counts them (the per-identity share). */
+  private afterReservations() {
+    if (this.reserved > 0 || !this.claimAfterReserved) return;
+    this.claimAfterReserved = false;
+    void this.fill();
   }
 
   private busy() {
     return this.running.size + this.reserved;
+  }
+
+  private runningFor(identity: string): number {
+    let n = 0;
+    for (const { row } of this.running.values()) if (row.owner === identity) n++;
+    return n;
   }
 
   /** Wakes the pool now (a job was just submitted here). */
@@ -135,6 +164,11 @@ export class WorkerPool {
    */
   finishedHere(executionId: string): JobRow | undefined {
     return this.recent.get(executionId)?.row;
+  }
+
+  /** Drops what this process remembers of a finished job (its row changed: its results were removed). */
+  forget(executionId: string): void {
+    this.recent.delete(executionId);
   }
 
   /**
@@ -192,6 +226,10 @@ export class WorkerPool {
       return;
     }
     if (!this.mayHaveQueued) return;
+    if (this.reserved > 0) {
+      this.claimAfterReserved = true;
+      return;
+    }
     this.claiming = true;
     try {
       do {
@@ -199,7 +237,7 @@ export class WorkerPool {
         while (!this.stopped && this.mayHaveQueued && this.busy() < this.options.concurrency) {
           const free = this.options.concurrency - this.busy();
           const epoch = this.queueEpoch;
-          const jobs = await this.repo.claim(this.id, free);
+          const jobs = await this.repo.claim(this.id, free, this.options.perIdentity);
           for (const job of jobs) this.run(job);
           if (jobs.length < free) {
             if (this.queueEpoch === epoch) this.mayHaveQueued = false;
@@ -222,7 +260,17 @@ export class WorkerPool {
       .catch((error: unknown): JobOutcome => ({ status: 'failed', error: { code: 'INTERNAL_ERROR', message: error instanceof Error ? error.message : String(error) } }))
       .then(async (outcome) => {
         clearTimeout(timeout);
-        const finished = await this.repo.finish(job.execution_id, this.id, outcome).catch(() => undefined);
+        if (outcome.status === 'requeue') {
+          this.log.warn({ execution_id: job.execution_id, reason: outcome.reason }, 'job re-queued: its query engine stopped');
+          await this.repo.requeue(job.execution_id, this.id).catch((error: unknown) => this.log.error({ err: error }, 'could not re-queue a job'));
+          this.running.delete(job.execution_id);
+          this.notify();
+          return;
+        }
+        const finished = await this.repo.finish(job.execution_id, this.id, outcome).catch((error: unknown) => {
+          this.log.error({ err: error, execution_id: job.execution_id }, 'could not record a finished job; recovery will');
+          return undefined;
+        });
         const row = finished && { ...job, ...finished };
         this.running.delete(job.execution_id);
         if (row) this.remember(row);

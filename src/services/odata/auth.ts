@@ -5,9 +5,9 @@ import type { Principal } from '../../core/authz/index.ts';
 import { AppError } from '../../core/errors/index.ts';
 import { authenticateScoped, type TokenVerifier } from '../../core/http/index.ts';
 
-/** Checks a machine credential's client_id and secret (as the token endpoint does, throttled). */
+/** Checks a machine credential's client_id and secret (as the token endpoint does, throttled per client and source address). */
 export interface ClientAuthenticator {
-  authenticateClient(clientId: string, clientSecret: string): Promise<{
+  authenticateClient(clientId: string, clientSecret: string, sourceAddress: string | undefined): Promise<{
     client_id: string;
     credential_id: string;
     scopes: string[];
@@ -25,15 +25,17 @@ function unauthorized(detail: string, code = 'UNAUTHORIZED'): AppError {
   return new AppError(401, code, detail, { headers: CHALLENGE });
 }
 
-async function basicPrincipal(clients: ClientAuthenticator, encoded: string): Promise<Principal> {
+async function basicPrincipal(clients: ClientAuthenticator, encoded: string, sourceAddress: string | undefined): Promise<Principal> {
   const decoded = Buffer.from(encoded, 'base64').toString('utf8');
   const colon = decoded.indexOf(':');
   if (colon <= 0) throw unauthorized('Basic credentials must be base64("<client_id>:<credential secret>")', 'INVALID_CREDENTIALS');
   let credential;
   try {
-    credential = await clients.authenticateClient(decoded.slice(0, colon), decoded.slice(colon + 1));
+    credential = await clients.authenticateClient(decoded.slice(0, colon), decoded.slice(colon + 1), sourceAddress);
   } catch (error) {
     if (error instanceof AppError && error.status === 401) throw unauthorized('Unknown client, wrong secret, or a revoked or expired credential', 'INVALID_CREDENTIALS');
+    // Throttled (429 + Retry-After): Lakeport's {detail, code}, without the token endpoint's OAuth fields.
+    if (error instanceof AppError && error.status === 429) throw new AppError(429, error.code, error.message, { headers: error.headers });
     throw error;
   }
   if (!credential.scopes.includes(SCOPE)) throw AppError.forbidden(`This credential lacks the '${SCOPE}' scope`, 'INSUFFICIENT_SCOPE');
@@ -62,7 +64,7 @@ export function requireODataAuth(verifier: TokenVerifier, clients: ClientAuthent
       const key = crypto.createHash('sha256').update(basic[1]).digest('base64');
       let principal = verified.get(key);
       if (!principal || principal.expiresAt.getTime() <= Date.now()) {
-        principal = await basicPrincipal(clients, basic[1]);
+        principal = await basicPrincipal(clients, basic[1], request.ip);
         verified.set(key, principal);
       }
       request.principal = principal;

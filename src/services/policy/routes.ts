@@ -1,4 +1,5 @@
 import type { FastifyPluginAsyncZod, ZodTypeProvider } from 'fastify-type-provider-zod';
+import { requireManage } from '../../core/authz/index.ts';
 import { authenticateScoped, principalOf, requireAuth, type AdminToken, type TokenVerifier } from '../../core/http/index.ts';
 import * as S from './schemas.ts';
 import type { PolicyService } from './service.ts';
@@ -26,7 +27,12 @@ export const genesisRoute =
       async (request, reply) => {
         let caller: Parameters<PolicyService['genesis']>[0];
         if (deps.adminToken.presentIn(request)) caller = { kind: 'admin' };
-        else caller = { kind: 'identity', identity: (await authenticateScoped(deps.verifier, request, scope)).identity };
+        else {
+          const principal = await authenticateScoped(deps.verifier, request, scope);
+          // Bootstrapping a workspace is part of creating one: not for a narrowed credential.
+          requireManage(principal, 'workspace.create');
+          caller = { kind: 'identity', identity: principal.identity };
+        }
         const result = await deps.policies.genesis(caller, request.params.workspace, request.body.grants);
         return reply.status(201).send(result);
       },

@@ -1,20 +1,18 @@
 import { stringify } from 'csv-stringify/sync';
 import type { Selectable } from 'kysely';
 import {
-  formatPattern,
   parsePattern,
   patternMatches,
   PATTERN_HINT,
-  roleAtLeast,
   type Authorizer,
   type Pattern,
   type Principal,
   type Resource,
   type Role,
 } from '../../core/authz/index.ts';
-import { newId } from '../../core/crypto/index.ts';
 import type { Db, PoliciesTable } from '../../core/db/index.ts';
 import { AppError, RequestValidationError } from '../../core/errors/index.ts';
+import { policyExists, PolicyStore } from './store.ts';
 
 type PolicyRow = Selectable<PoliciesTable>;
 
@@ -53,11 +51,16 @@ function resourceOf(pattern: Pattern): Resource {
 }
 
 export class PolicyService {
+  /** Every write of a policy, with its rules (also what SQL GRANT/REVOKE call). */
+  readonly store: PolicyStore;
+
   constructor(
     private readonly db: Db,
     private readonly authz: Authorizer,
     private readonly directory: PolicyDirectory,
-  ) {}
+  ) {
+    this.store = new PolicyStore(db, authz);
+  }
 
   private async requireWorkspace(workspace: string) {
     const record = await this.directory.workspace(workspace);
@@ -94,32 +97,6 @@ export class PolicyService {
     return row;
   }
 
-  /**
-   * Managing a grant on a pattern needs admin there, and at least the role being granted (or
-   * changed, or removed): nobody grants above their own role, and only owners grant owner.
-   */
-  private async requireGrantAuthority(caller: Principal, pattern: Pattern, role: Role) {
-    const held = await this.authz.require(caller, 'admin', resourceOf(pattern));
-    if (!roleAtLeast(held, role)) {
-      throw AppError.forbidden(`An ${held} cannot grant or change the ${role} role`, 'ROLE_ABOVE_OWN');
-    }
-  }
-
-  /** A workspace always keeps an owner on its whole pattern, or nobody could manage it again. */
-  private async assertOwnerRemains(trxDb: Db['kysely'], workspace: string, losingPolicyId: string) {
-    const others = await trxDb
-      .selectFrom('policies')
-      .select('policy_id')
-      .where('workspace', '=', workspace)
-      .where('role', '=', 'owner')
-      .where('pattern', '=', `${workspace}.*`)
-      .where('policy_id', '!=', losingPolicyId)
-      .execute();
-    if (others.length === 0) {
-      throw AppError.conflict(`This is the last owner policy of '${workspace}.*'; grant another owner first`, 'LAST_OWNER');
-    }
-  }
-
   // Authorization comes before existence checks, so a caller without grants cannot probe names.
   async list(caller: Principal, workspace: string) {
     await this.authz.require(caller, 'admin', { workspace });
@@ -143,71 +120,30 @@ export class PolicyService {
     return policyDetail(row);
   }
 
+  // The rules themselves (authority, one policy per principal and pattern, the last owner) are the
+  // store's, checked under the workspace's policy lock; what comes before is the order of the answers.
+
   async create(caller: Principal, workspace: string, input: { principal: { identity: string; type: string }; role: Role; pattern: string }) {
     const pattern = this.parseWorkspacePattern(input.pattern, workspace);
-    await this.requireGrantAuthority(caller, pattern, input.role);
+    await this.store.requireAuthority(caller, pattern, input.role);
     await this.requireWorkspace(workspace);
-    const normalized = formatPattern(pattern);
-    const existing = await this.db.kysely
-      .selectFrom('policies')
-      .select('policy_id')
-      .where('workspace', '=', workspace)
-      .where('principal', '=', input.principal.identity)
-      .where('pattern', '=', normalized)
-      .executeTakeFirst();
-    if (existing) {
-      throw AppError.conflict(
-        `'${input.principal.identity}' already has policy ${existing.policy_id} on ${normalized}; update its role instead`,
-        'POLICY_EXISTS',
-      );
-    }
-    const row = await this.db.kysely
-      .insertInto('policies')
-      .values({
-        policy_id: newId('pol'),
-        workspace,
-        principal: input.principal.identity,
-        principal_type: input.principal.type,
-        role: input.role,
-        pattern: normalized,
-        created_by: caller.identity,
-      })
-      .returningAll()
-      .executeTakeFirstOrThrow();
-    return policyDetail(row);
+    const result = await this.store.grant(caller, { principal: input.principal.identity, principalType: input.principal.type, role: input.role, pattern });
+    if (result.kind === 'exists') throw policyExists(result.policy);
+    if (result.kind !== 'created') throw new Error('a grant that is not a dry run creates or finds');
+    return policyDetail(result.policy);
   }
 
   async update(caller: Principal, workspace: string, policyId: string, input: { role: Role; pattern: string }) {
     const pattern = this.parseWorkspacePattern(input.pattern, workspace);
     await this.requireAnyGrant(caller, workspace);
     await this.requireWorkspace(workspace);
-    const current = await this.findPolicy(workspace, policyId);
-    await this.requireGrantAuthority(caller, parsePattern(current.pattern)!, current.role);
-    await this.requireGrantAuthority(caller, pattern, input.role);
-    const normalized = formatPattern(pattern);
-    return this.db.kysely.transaction().execute(async (trx) => {
-      if (current.role === 'owner' && current.pattern === `${workspace}.*` && (input.role !== 'owner' || normalized !== current.pattern)) {
-        await this.assertOwnerRemains(trx, workspace, policyId);
-      }
-      const row = await trx
-        .updateTable('policies')
-        .set({ role: input.role, pattern: normalized, updated_at: new Date() })
-        .where('policy_id', '=', policyId)
-        .returningAll()
-        .executeTakeFirstOrThrow();
-      return policyDetail(row);
-    });
+    return policyDetail(await this.store.update(caller, workspace, policyId, { role: input.role, pattern }));
   }
 
   async remove(caller: Principal, workspace: string, policyId: string) {
     await this.requireAnyGrant(caller, workspace);
     await this.requireWorkspace(workspace);
-    const current = await this.findPolicy(workspace, policyId);
-    await this.requireGrantAuthority(caller, parsePattern(current.pattern)!, current.role);
-    await this.db.kysely.transaction().execute(async (trx) => {
-      if (current.role === 'owner' && current.pattern === `${workspace}.*`) await this.assertOwnerRemains(trx, workspace, policyId);
-      await trx.deleteFrom('policies').where('policy_id', '=', policyId).execute();
-    });
+    await this.store.remove(caller, workspace, { policyId });
     return { message: `Policy ${policyId} deleted`, policy_id: policyId, workspace };
   }
 
@@ -228,29 +164,7 @@ export class PolicyService {
     if (!grants.some((g) => g.role === 'owner')) {
       throw RequestValidationError.at(['body', 'grants'], 'at least one grant must have the owner role');
     }
-    const createdBy = caller.kind === 'admin' ? 'admin' : caller.identity;
-    const rows = await this.db.kysely.transaction().execute(async (trx) => {
-      // Serialise concurrent genesis calls for one workspace on its record.
-      await trx.selectFrom('workspaces').select('name').where('name', '=', workspace).forUpdate().execute();
-      const any = await trx.selectFrom('policies').select('policy_id').where('workspace', '=', workspace).limit(1).executeTakeFirst();
-      if (any) throw AppError.conflict(`Workspace '${workspace}' already has policies; genesis runs once`, 'GENESIS_ALREADY_DONE');
-      const unique = new Map(grants.map((g) => [g.identity, g.role]));
-      return trx
-        .insertInto('policies')
-        .values(
-          [...unique].map(([identity, role]) => ({
-            policy_id: newId('pol'),
-            workspace,
-            principal: identity,
-            principal_type: 'user',
-            role,
-            pattern: `${workspace}.*`,
-            created_by: createdBy,
-          })),
-        )
-        .returningAll()
-        .execute();
-    });
+    const rows = await this.store.genesis(workspace, grants, caller.kind === 'admin' ? 'admin' : caller.identity);
     return { workspace, policies: rows.map(policyDetail) };
   }
 

@@ -721,3 +721,39 @@ describe('expiry', () => {
     expect(await t.app.lakeport.uploads.sweepExpired()).toBe(0);
   });
 });
+
+// ── repeated commits ──────────────────────────────────────────────────────────
+
+describe('repeated commits of one contract', () => {
+  // On PostgreSQL the eight requests really race, each on its own pooled connection.
+  for (const existing of [false, true]) {
+    const name = existing ? 'repeat_append' : 'repeat_create';
+    it(`eight commits at once (${existing ? 'append to a dataset' : 'a new dataset'}) answer one snapshot; the contract reads committed; repeats answer it again`, async () => {
+      if (existing) await createDataset(name, DECLARED);
+      const schema = existing ? { mode: 'dataset' } : { mode: 'declared', columns: DECLARED };
+      const c = await contractOf(alice, { destination: `sales.c.${name}`, schema }, [{ name: 'people.csv', content: PEOPLE }]);
+      expect(c.state).toBe('accepted');
+      expect((await write(alice, c.contract_id, 'people.csv', PEOPLE)).statusCode).toBe(200);
+
+      // Half of them with an Idempotency-Key each, half without.
+      const results = await Promise.all(Array.from({ length: 8 }, (_, i) => commit(alice, c.contract_id, i % 2 === 0 ? `${name}-${i}` : undefined)));
+      for (const res of results) expect(res.statusCode, res.body).toBe(200);
+      const first = results[0].json();
+      expect(first).toMatchObject({ contract_id: c.contract_id, state: 'committed', dataset: `sales.c.${name}`, rows_written: 2, snapshot: { operation: existing ? 'append' : 'create', total_records: 2 } });
+      for (const res of results) expect(res.json()).toEqual(first);
+
+      const snapshots = await t.app.lakeport.catalog.listSnapshots({ workspace: 'sales', collection: 'c', dataset: name });
+      expect(snapshots.map((s) => s.snapshot_id)).toEqual([first.snapshot.snapshot_id]);
+      expect((await get(alice, c.contract_id)).json()).toMatchObject({ state: 'committed', snapshot: { snapshot_id: first.snapshot.snapshot_id }, rows_written: 2 });
+
+      // Later: without a key, with a key used above, and with a new key — the same answer each time.
+      for (const key of [undefined, `${name}-0`, `${name}-later`, `${name}-later`]) {
+        const again = await commit(alice, c.contract_id, key);
+        expect(again.statusCode, again.body).toBe(200);
+        expect(again.json()).toEqual(first);
+      }
+      expect(await t.app.lakeport.catalog.listSnapshots({ workspace: 'sales', collection: 'c', dataset: name })).toHaveLength(1);
+      expect((await get(alice, c.contract_id)).json().state).toBe('committed');
+    });
+  }
+});

@@ -1,5 +1,6 @@
-import type { Insertable, Selectable } from 'kysely';
-import type { Db, UploadContractsTable, UploadWritePartsTable, UploadWritesTable } from '../../core/db/index.ts';
+import type { Insertable, Kysely, Selectable } from 'kysely';
+import type { ContractState, Database, Db, UploadContractsTable, UploadWritePartsTable, UploadWritesTable } from '../../core/db/index.ts';
+import { AppError } from '../../core/errors/index.ts';
 
 export type ContractRow = Selectable<UploadContractsTable>;
 export type WriteRow = Selectable<UploadWritesTable>;
@@ -8,6 +9,17 @@ export type WritePartRow = Selectable<UploadWritePartsTable>;
 /** Parts per INSERT, well under PostgreSQL's 65535 bound parameters. */
 const PART_BATCH = 1000;
 
+type Executor = Kysely<Database>;
+
+function committed(contractId: string): AppError {
+  return new AppError(409, 'CONTRACT_COMMITTED', `Contract ${contractId} is committed; negotiate a new one`);
+}
+
+/**
+ * Contracts and their writes. A committed contract changes no more: its record keeps `committed`, and
+ * its writes are the dataset's files. Whatever changes a contract's writes locks the contract's row
+ * first (`lockState`), as the commit does in its catalog transaction, so the two never interleave.
+ */
 export class UploadRepo {
   constructor(private readonly db: Db) {}
 
@@ -20,13 +32,35 @@ export class UploadRepo {
     return this.db.kysely.selectFrom('upload_contracts').selectAll().where('contract_id', '=', contractId).executeTakeFirst();
   }
 
+  /** Changes a contract that is not committed (409 CONTRACT_COMMITTED when a commit got there first). */
   async updateContract(contractId: string, patch: Partial<Insertable<UploadContractsTable>>): Promise<ContractRow> {
-    return this.db.kysely
+    const row = await this.db.kysely
       .updateTable('upload_contracts')
       .set({ ...patch, updated_at: new Date() })
       .where('contract_id', '=', contractId)
+      .where('state', '!=', 'committed')
       .returningAll()
-      .executeTakeFirstOrThrow();
+      .executeTakeFirst();
+    if (!row) throw committed(contractId);
+    return row;
+  }
+
+  /** Marks a contract stale, unless it is committed (a commit that found it current stays committed). */
+  async markStale(contractId: string): Promise<void> {
+    await this.db.kysely.updateTable('upload_contracts').set({ state: 'stale', updated_at: new Date() }).where('contract_id', '=', contractId).where('state', '!=', 'committed').execute();
+  }
+
+  /** Locks the contract's row for the rest of the transaction; its state, or undefined when it is gone. */
+  async lockState(trx: Executor, contractId: string): Promise<ContractState | undefined> {
+    const row = await trx.selectFrom('upload_contracts').select('state').where('contract_id', '=', contractId).forUpdate().executeTakeFirst();
+    return row?.state;
+  }
+
+  /** Locks the contract for a change of its writes: 404 when it is gone, 409 when it is committed. */
+  private async lockOpen(trx: Executor, contractId: string): Promise<void> {
+    const state = await this.lockState(trx, contractId);
+    if (state === undefined) throw new AppError(404, 'CONTRACT_NOT_FOUND', `No contract ${contractId}`);
+    if (state === 'committed') throw committed(contractId);
   }
 
   async deleteContract(contractId: string): Promise<void> {
@@ -38,8 +72,8 @@ export class UploadRepo {
   }
 
   /** Every part of every write of a contract: writes in the order they were made, each write's parts in the file's order. */
-  writeParts(contractId: string): Promise<(WritePartRow & { file_name: string })[]> {
-    return this.db.kysely
+  writeParts(contractId: string, q: Executor = this.db.kysely): Promise<(WritePartRow & { file_name: string })[]> {
+    return q
       .selectFrom('upload_write_parts as p')
       .innerJoin('upload_writes as w', 'w.write_id', 'p.write_id')
       .selectAll('p')
@@ -57,6 +91,7 @@ export class UploadRepo {
    */
   async putWrite(row: Insertable<UploadWritesTable>, parts: Insertable<UploadWritePartsTable>[]): Promise<string[]> {
     return this.db.kysely.transaction().execute(async (trx) => {
+      await this.lockOpen(trx, row.contract_id);
       const old = await trx.selectFrom('upload_writes').select('write_id').where('contract_id', '=', row.contract_id).where('file_name', '=', row.file_name).executeTakeFirst();
       let replaced: string[] = [];
       if (old) {
@@ -69,8 +104,13 @@ export class UploadRepo {
     });
   }
 
-  async deleteWrites(contractId: string): Promise<void> {
-    await this.db.kysely.deleteFrom('upload_writes').where('contract_id', '=', contractId).execute();
+  /** Forgets a contract's writes; false (and nothing done) once it is committed: they are the dataset's files then. */
+  async deleteWrites(contractId: string): Promise<boolean> {
+    return this.db.kysely.transaction().execute(async (trx) => {
+      if ((await this.lockState(trx, contractId)) === 'committed') return false;
+      await trx.deleteFrom('upload_writes').where('contract_id', '=', contractId).execute();
+      return true;
+    });
   }
 
   /** Takes an idempotency key for a commit; false when the key is already there. */
@@ -86,6 +126,11 @@ export class UploadRepo {
 
   getCommitKey(owner: string, key: string) {
     return this.db.kysely.selectFrom('upload_commits').selectAll().where('owner', '=', owner).where('idempotency_key', '=', key).executeTakeFirstOrThrow();
+  }
+
+  /** Records a key's answer, so the key answers it from now on. */
+  async finishCommitKey(owner: string, key: string, response: Record<string, unknown>): Promise<void> {
+    await this.db.kysely.updateTable('upload_commits').set({ state: 'done', response: JSON.stringify(response) }).where('owner', '=', owner).where('idempotency_key', '=', key).execute();
   }
 
   async restartCommitKey(owner: string, key: string): Promise<void> {

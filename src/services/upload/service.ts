@@ -2,8 +2,8 @@ import crypto from 'node:crypto';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
-import type { Authorizer, Principal } from '../../core/authz/index.ts';
-import { normalizeRef, type Catalog, type ColumnDef, type Dataset, type DatasetRef, type Executor } from '../../core/catalog/index.ts';
+import { mayAccessOwned, type Authorizer, type Principal } from '../../core/authz/index.ts';
+import { normalizeRef, type Catalog, type ColumnDef, type Dataset, type DatasetRef, type Executor, type Snapshot } from '../../core/catalog/index.ts';
 import { newId } from '../../core/crypto/index.ts';
 import { FileShapeError, normalizeType, physicalType, ValueNotStorableError, type FileFormat, type Ingestor, type ReadOptions, type SourceColumn } from '../../core/engine/index.ts';
 import { AppError, RequestValidationError } from '../../core/errors/index.ts';
@@ -82,6 +82,23 @@ function contractError(status: number, code: string, detail: string, extra: Reco
   return new AppError(status, code, detail, { extra });
 }
 
+/** The answer of a contract's commit (the first, and every repeat of it). */
+function commitResponse(row: ContractRow, snapshot: Snapshot, rowsWritten: number): Record<string, unknown> {
+  return {
+    contract_id: row.contract_id,
+    state: 'committed',
+    dataset: `${row.workspace}.${row.collection}.${row.dataset}`,
+    snapshot: {
+      snapshot_id: snapshot.snapshot_id,
+      parent_snapshot_id: snapshot.parent_snapshot_id,
+      committed_at: snapshot.committed_at.toISOString(),
+      operation: snapshot.operation,
+      total_records: Number(snapshot.total_records),
+    },
+    rows_written: rowsWritten,
+  };
+}
+
 export class UploadService {
   private readonly limits: UploadLimits;
 
@@ -122,6 +139,7 @@ export class UploadService {
     const row = await this.deps.repo.insertContract({
       contract_id: newId('ctr'),
       owner: caller.identity,
+      permissions: JSON.stringify(caller.permissions),
       workspace: ref.workspace,
       collection: ref.collection,
       dataset: ref.dataset,
@@ -228,10 +246,14 @@ export class UploadService {
 
   // ── reading and changing a contract ────────────────────────────────────────
 
-  /** The caller's own contract; anyone else's is 404, like an unknown one. */
+  /**
+   * A contract the caller may see: its identity's, negotiated under permissions within the caller's
+   * (core/authz `mayAccessOwned`), so a narrowed credential never sees wider ones' plans and sampled
+   * values. Anything else is 404, like an unknown id.
+   */
   private async own(caller: Principal, contractId: string): Promise<ContractRow> {
     const row = await this.deps.repo.getContract(contractId);
-    if (!row || row.owner !== caller.identity) throw contractError(404, 'CONTRACT_NOT_FOUND', `No contract ${contractId}`);
+    if (!row || !mayAccessOwned(caller, row)) throw contractError(404, 'CONTRACT_NOT_FOUND', `No contract ${contractId}`);
     return row;
   }
 
@@ -291,19 +313,23 @@ export class UploadService {
     await this.deps.repo.deleteContract(contractId);
   }
 
-  private async discardWrites(row: ContractRow) {
-    await this.deps.repo.deleteWrites(row.contract_id);
+  /** Forgets the writes and deletes their staged files; false (nothing done) when a commit made them the dataset's. */
+  private async discardWrites(row: ContractRow): Promise<boolean> {
+    if (!(await this.deps.repo.deleteWrites(row.contract_id))) return false;
     await this.deps.blobs.deletePrefix(`lake/_staging/${row.contract_id}/`);
+    return true;
   }
 
-  /** Deletes contracts past their lifetime and their staged files. */
+  /** Deletes contracts past their lifetime and their staged files (one committed meanwhile stays). */
   async sweepExpired(now = new Date()): Promise<number> {
     const expired = await this.deps.repo.expiredContracts(now);
+    let swept = 0;
     for (const row of expired) {
-      await this.discardWrites(row);
+      if (!(await this.discardWrites(row))) continue;
       await this.deps.repo.deleteContract(row.contract_id);
+      swept++;
     }
-    return expired.length;
+    return swept;
   }
 
   // ── writes ─────────────────────────────────────────────────────────────────
@@ -316,7 +342,7 @@ export class UploadService {
     const blocking = (row.issues as Issue[]).filter((i) => i.severity === 'blocking');
     if (blocking.length > 0) throw contractError(409, 'CONTRACT_BLOCKED', `Contract ${row.contract_id} has blocking issues: ${blocking.map((i) => i.code).join(', ')}`, { issues: blocking });
     if (row.state === 'stale' || (await this.isStale(row))) {
-      if (row.state !== 'stale') await this.deps.repo.updateContract(row.contract_id, { state: 'stale' });
+      if (row.state !== 'stale') await this.deps.repo.markStale(row.contract_id);
       throw contractError(409, 'CONTRACT_STALE', `The definition of ${row.workspace}.${row.collection}.${row.dataset} changed since this contract was agreed; negotiate a new one`);
     }
   }
@@ -400,63 +426,89 @@ export class UploadService {
 
   // ── commit ─────────────────────────────────────────────────────────────────
 
+  /**
+   * Publishes the contract's writes as one snapshot. A commit is idempotent: once the contract is
+   * committed — by this request or any other, however they raced — every commit of it answers that
+   * snapshot, as the first did. The catalog transaction locks the contract's row first, so only one
+   * commit of a contract runs at a time, and one that finds it committed leaves it as it is.
+   */
   async commit(caller: Principal, contractId: string, idempotencyKey: string | undefined, message: string | undefined) {
     const row = await this.own(caller, contractId);
-    if (row.state === 'committed' && !idempotencyKey) this.assertOpen(row);
     if (idempotencyKey) {
       const replay = await this.claimKey(caller.identity, idempotencyKey, contractId);
       if (replay) return replay;
     }
-    try {
-      await this.assertWritable(caller, row);
-      const files = await this.deps.repo.writeParts(contractId);
-      if (files.length === 0) throw contractError(409, 'NOTHING_TO_COMMIT', `Contract ${contractId} has no writes yet`);
-      const target = row.target as TargetColumnDef[];
-      const rowsWritten = files.reduce((n, f) => n + Number(f.rows), 0);
-      let response: Record<string, unknown> = {};
+    let done = row.state === 'committed' ? row : undefined;
+    if (!done) {
       try {
-        await this.deps.catalog.commitWith(
-          {
-            dataset: row.dataset_id ?? undefined,
-            expectedDefinitionVersion: row.definition_version ?? undefined,
-            operation: row.dataset_id ? 'append' : 'create',
-            rebaseAppends: true,
-            author: caller.identity,
-            message: message ?? null,
-            addFiles: files.map((f) => ({ path: f.path, row_count: Number(f.rows), size_bytes: Number(f.bytes), column_stats: f.column_stats as never })),
-          },
-          {
-            create: row.dataset_id ? undefined : { ref: { workspace: row.workspace, collection: row.collection, dataset: row.dataset }, definition: { columns: target.map(catalogColumn) } },
-            within: async (trx, snapshot) => {
-              response = {
-                contract_id: contractId,
-                state: 'committed',
-                dataset: `${row.workspace}.${row.collection}.${row.dataset}`,
-                snapshot: {
-                  snapshot_id: snapshot.snapshot_id,
-                  parent_snapshot_id: snapshot.parent_snapshot_id,
-                  committed_at: snapshot.committed_at.toISOString(),
-                  operation: snapshot.operation,
-                  total_records: Number(snapshot.total_records),
-                },
-                rows_written: rowsWritten,
-              };
-              await this.markCommitted(trx, contractId, snapshot.snapshot_id, rowsWritten, idempotencyKey ? { owner: caller.identity, key: idempotencyKey, response } : undefined);
-            },
-          },
-        );
+        return await this.publish(caller, row, idempotencyKey, message);
       } catch (error) {
-        if (error instanceof AppError && STALE_CODES.has(String(error.code))) {
-          await this.deps.repo.updateContract(contractId, { state: 'stale' });
-          throw contractError(409, 'CONTRACT_STALE', `The definition of ${row.workspace}.${row.collection}.${row.dataset} changed since this contract was agreed; negotiate a new one`);
+        // Whatever this attempt tripped over (the contract found committed under the lock, or the
+        // dataset the other commit created looking like a changed definition), a commit that got
+        // there first is this one's answer.
+        done = await this.deps.repo.getContract(contractId);
+        if (done?.state !== 'committed') {
+          if (idempotencyKey) await this.deps.repo.releaseCommitKey(caller.identity, idempotencyKey);
+          throw error;
         }
-        throw error;
       }
-      return response;
+    }
+    const response = await this.committedResponse(done);
+    if (idempotencyKey) await this.deps.repo.finishCommitKey(caller.identity, idempotencyKey, response);
+    return response;
+  }
+
+  /** The commit itself: one catalog transaction, which marks the contract committed. */
+  private async publish(caller: Principal, row: ContractRow, idempotencyKey: string | undefined, message: string | undefined) {
+    const contractId = row.contract_id;
+    await this.assertWritable(caller, row);
+    const files = await this.deps.repo.writeParts(contractId);
+    if (files.length === 0) throw contractError(409, 'NOTHING_TO_COMMIT', `Contract ${contractId} has no writes yet`);
+    const target = row.target as TargetColumnDef[];
+    const rowsWritten = files.reduce((n, f) => n + Number(f.rows), 0);
+    let response: Record<string, unknown> = {};
+    try {
+      await this.deps.catalog.commitWith(
+        {
+          dataset: row.dataset_id ?? undefined,
+          expectedDefinitionVersion: row.definition_version ?? undefined,
+          operation: row.dataset_id ? 'append' : 'create',
+          rebaseAppends: true,
+          author: caller.identity,
+          message: message ?? null,
+          addFiles: files.map((f) => ({ path: f.path, row_count: Number(f.rows), size_bytes: Number(f.bytes), column_stats: f.column_stats as never })),
+        },
+        {
+          create: row.dataset_id ? undefined : { ref: { workspace: row.workspace, collection: row.collection, dataset: row.dataset }, definition: { columns: target.map(catalogColumn) } },
+          before: async (trx) => {
+            const state = await this.deps.repo.lockState(trx, contractId);
+            if (state === undefined) throw contractError(404, 'CONTRACT_NOT_FOUND', `No contract ${contractId}`);
+            if (state === 'committed') throw contractError(409, 'CONTRACT_COMMITTED', `Contract ${contractId} is committed`);
+            // A write (or a re-plan, or abandoning) that landed since the parts were read changes what is published.
+            const now = await this.deps.repo.writeParts(contractId, trx);
+            if (now.map((p) => p.path).join('\n') !== files.map((f) => f.path).join('\n')) {
+              throw contractError(409, 'CONTRACT_CHANGED', `The writes of contract ${contractId} changed while it was being committed; commit again`);
+            }
+          },
+          within: async (trx, snapshot) => {
+            response = commitResponse(row, snapshot, rowsWritten);
+            await this.markCommitted(trx, contractId, snapshot.snapshot_id, rowsWritten, idempotencyKey ? { owner: caller.identity, key: idempotencyKey, response } : undefined);
+          },
+        },
+      );
     } catch (error) {
-      if (idempotencyKey) await this.deps.repo.releaseCommitKey(caller.identity, idempotencyKey);
+      if (error instanceof AppError && STALE_CODES.has(String(error.code))) {
+        await this.deps.repo.markStale(contractId);
+        throw contractError(409, 'CONTRACT_STALE', `The definition of ${row.workspace}.${row.collection}.${row.dataset} changed since this contract was agreed; negotiate a new one`);
+      }
       throw error;
     }
+    return response;
+  }
+
+  /** What the commit of a committed contract answered, rebuilt from its snapshot. */
+  private async committedResponse(row: ContractRow): Promise<Record<string, unknown>> {
+    return commitResponse(row, await this.deps.catalog.getSnapshot(row.snapshot_id!), Number(row.rows_written));
   }
 
   private async markCommitted(trx: Executor, contractId: string, snapshotId: number, rows: number, key?: { owner: string; key: string; response: Record<string, unknown> }) {

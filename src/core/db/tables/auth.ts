@@ -41,10 +41,14 @@ export interface SigningKeysTable {
   retired_at: Timestamp | null;
 }
 
-export interface TokenFailuresTable {
-  client_id: string;
+/** Failed-attempt counters (migration 0009; see src/services/auth/throttle.ts). */
+export interface AuthFailuresTable {
+  kind: 'client' | 'admin';
+  subject: string;
+  source: string;
   window_start: Timestamp;
-  failures: number;
+  failures: Generated<number>;
+  last_success_at: Timestamp | null;
 }
 
 export interface SchemaMigrationsTable {
@@ -58,6 +62,6 @@ export interface AuthTables {
   refresh_tokens: RefreshTokensTable;
   revoked_access_tokens: RevokedAccessTokensTable;
   signing_keys: SigningKeysTable;
-  token_failures: TokenFailuresTable;
+  auth_failures: AuthFailuresTable;
   schema_migrations: SchemaMigrationsTable;
 }

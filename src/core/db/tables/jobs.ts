@@ -22,6 +22,10 @@ export interface JobsTable {
   status: JobStatus;
   error: NullableJson<JobError>;
   result_key: string | null;
+  /** Bytes of the result file, while it is kept. */
+  result_bytes: ColumnType<number | null, number | null | undefined, number | null>;
+  /** When the result was removed after its retention time (result_key is then null). */
+  results_expired_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
   row_count: number | null;
   columns: NullableJson<{ name: string; type: string }[]>;
   attempts: ColumnType<number, number | undefined, number>;

@@ -1,5 +1,5 @@
 import type { ColumnType } from 'kysely';
-import type { DefaultTimestamp, Json, NullableJson, Timestamp } from './types.ts';
+import type { DefaultTimestamp, Json, NullableJson, PermissionPair, Timestamp } from './types.ts';
 
 export type ContractState = 'proposed' | 'accepted' | 'stale' | 'committed';
 export type ContractMode = 'declared' | 'infer' | 'dataset';
@@ -7,6 +7,8 @@ export type ContractMode = 'declared' | 'infer' | 'dataset';
 export interface UploadContractsTable {
   contract_id: string;
   owner: string;
+  /** The negotiating credential's narrowing grants ([] = unnarrowed); who may see it follows from them. */
+  permissions: Json<PermissionPair[]>;
   workspace: string;
   collection: string;
   dataset: string;

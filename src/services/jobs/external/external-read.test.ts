@@ -14,6 +14,7 @@ import { startFakeGcs, type FakeGcs } from '../../../../test/gcs-server.ts';
 import { createTestApp, tempDir, type TestApp } from '../../../../test/harness.ts';
 import { startS3Server, type TestS3Server } from '../../../../test/s3-server.ts';
 import { seedSnapshot } from '../../../../test/seed.ts';
+import { InlineQueryEngine } from '../../../core/engine/index.ts';
 import type { ExternalStore } from '../../../core/storage/external/index.ts';
 import type { QueryPlanner } from '../planner.ts';
 import type { JobRow } from '../repo.ts';
@@ -142,7 +143,7 @@ describe('reading S3 (storage_b) with an s3_access_key secret', () => {
   it('reads Parquet under the scope through a glob, counts the use, and leaves no copy or pooled engine behind', async () => {
     const before = await secretRow('raw');
     expect(before).toMatchObject({ use_count: 0, last_used_at: null });
-    const pooled = runner().sandboxes.stats().acquired;
+    const pooled = (runner().engines.shared as InlineQueryEngine).sandboxes.stats().acquired;
     const job = await run(alice, `SELECT count(*) AS n, sum(amount) AS total, min(id) AS lo, max(id) AS hi FROM read_parquet('s3://${BUCKET}/team/orders/*.parquet', credentials => 'sales.raw')`);
     expect(job.status, JSON.stringify(job.error)).toBe('succeeded');
     expect(job.data).toEqual([[150, 113250, 1, 150]]);
@@ -151,7 +152,7 @@ describe('reading S3 (storage_b) with an s3_access_key secret', () => {
     expect(after.last_used_at).toBeInstanceOf(Date);
     expect(leftovers()).toEqual([]);
     // The job ran on an engine of its own, never one of the pool's.
-    expect(runner().sandboxes.stats().acquired).toBe(pooled);
+    expect((runner().engines.shared as InlineQueryEngine).sandboxes.stats().acquired).toBe(pooled);
     // The stored statement is the user's, as written.
     expect(job.sql_text).toContain("credentials => 'sales.raw'");
   });
@@ -290,7 +291,9 @@ describe('reading S3 (storage_b) with an s3_access_key secret', () => {
     const own = runner() as unknown as { planner: QueryPlanner };
     const directory = path.join(t.deps.scratchDir, 'external-hanging');
     const secrets = new SecretStore(t.db, t.deps.sealer);
-    const slow = new SandboxJobRunner(own.planner, t.deps.blobs, { threads: 1, memoryLimit: '128MB' }, {}, { fetcher: new ExternalFetcher(secrets, {}, async () => hanging), directory });
+    const engine = new InlineQueryEngine({ threads: 1, memoryLimit: '128MB' });
+    const limits = { perJob: 2 ** 30, perIdentity: 2 ** 30, retainedBy: async () => 0 };
+    const slow = new SandboxJobRunner(own.planner, t.deps.blobs, { shared: engine, isolated: () => engine }, limits, { fetcher: new ExternalFetcher(secrets, {}, async () => hanging), directory });
     const row = {
       execution_id: 'job_external_cancel',
       owner: 'alice',

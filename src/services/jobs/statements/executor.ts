@@ -1,4 +1,4 @@
-import { formatPattern, roleAtLeast, type Authorizer, type Pattern, type Principal, type Resource, type Role } from '../../../core/authz/index.ts';
+import { formatPattern, type Authorizer, type Principal, type Resource } from '../../../core/authz/index.ts';
 import type { Catalog, Dataset, SnapshotSelector } from '../../../core/catalog/index.ts';
 import type { Db } from '../../../core/db/index.ts';
 import { AppError } from '../../../core/errors/index.ts';
@@ -61,12 +61,15 @@ export class StatementExecutor {
 
   // ── shared ──
 
-  /** Runs `fn`; an error of another service below 500 gains `span` (same status and code). */
-  private async at<T>(span: Span, fn: () => Promise<T>): Promise<T> {
+  /** Runs `fn`; an error of another service below 500 gains a span (`span`, or the one it names for the error's code). */
+  private async at<T>(span: Span | ((code: string) => Span), fn: () => Promise<T>): Promise<T> {
     try {
       return await fn();
     } catch (error) {
-      if (error instanceof AppError && error.status < 500) throw new StatementError(String(error.code), error.message, span, error.status);
+      if (error instanceof AppError && error.status < 500) {
+        const code = String(error.code);
+        throw new StatementError(code, error.message, typeof span === 'function' ? span(code) : span, error.status);
+      }
       throw error;
     }
   }
@@ -153,76 +156,70 @@ export class StatementExecutor {
   }
 
   // ── GRANT / REVOKE ──
+  // The rules and the writes are the policy store's (the policy service's own), under the workspace's
+  // policy lock; here they are only put in SQL's words, at the place in the statement they are about.
 
-  /** The caller's authority over a pattern: admin there, and at least the role in question. */
-  private async grantAuthority(caller: Principal, s: GrantStatement, role: Role): Promise<void> {
-    const held = await this.at(s.pattern, () => this.deps.authz.require(caller, 'admin', resourceOf(s.pattern.value)));
-    if (!roleAtLeast(held, role)) {
-      throw new StatementError('ROLE_ABOVE_OWN', `An ${held} cannot grant or revoke the ${role} role: nobody grants above their own role, and only owners grant owner`, s.role, 403);
-    }
+  /** Where in a GRANT/REVOKE a refusal of the policy store points. */
+  private static grantSpan(s: GrantStatement) {
+    return (code: string): Span => {
+      switch (code) {
+        case 'PERMISSION_DENIED':
+          return s.pattern;
+        case 'ROLE_ABOVE_OWN':
+        case 'ROLE_MISMATCH':
+          return s.role;
+        case 'POLICY_EXISTS':
+        case 'POLICY_NOT_FOUND':
+          return s.principal;
+        default:
+          return s.span;
+      }
+    };
   }
 
-  /** The policy of a principal on a pattern (at most one exists), read-only. */
-  private existingPolicy(workspace: string, identity: string, pattern: string) {
-    return this.deps.db.kysely
-      .selectFrom('policies')
-      .select(['policy_id', 'role', 'principal_type'])
-      .where('workspace', '=', workspace)
-      .where('principal', '=', identity)
-      .where('pattern', '=', pattern)
-      .executeTakeFirst();
+  /** Authority first (so a caller without it learns nothing of the workspace), then a live workspace. */
+  private async grantPreconditions(caller: Principal, s: GrantStatement): Promise<void> {
+    const workspace = s.pattern.value.workspace;
+    await this.at(StatementExecutor.grantSpan(s), () => this.deps.policy.store.requireAuthority(caller, s.pattern.value, s.role.value));
+    const record = await this.liveWorkspace(workspace, s.pattern);
+    if (!record) throw new StatementError('WORKSPACE_NOT_FOUND', `Workspace '${workspace}' does not exist`, s.pattern, 404);
   }
 
   private async grant(caller: Principal, s: GrantStatement, dryRun: boolean): Promise<StatementOutcome> {
-    const workspace = s.pattern.value.workspace;
     const pattern = formatPattern(s.pattern.value);
     const { identity, type } = s.principal.value;
-    await this.grantAuthority(caller, s, s.role.value);
-    const record = await this.liveWorkspace(workspace, s.pattern);
-    if (!record) throw new StatementError('WORKSPACE_NOT_FOUND', `Workspace '${workspace}' does not exist`, s.pattern, 404);
-    const existing = await this.existingPolicy(workspace, identity, pattern);
-    if (existing) {
-      if (existing.role === s.role.value) return { message: `${identity} already holds ${existing.role} on ${pattern} (policy ${existing.policy_id}); nothing changed` };
-      throw new StatementError(
-        'POLICY_EXISTS',
-        `${identity} already holds ${existing.role} on ${pattern} (policy ${existing.policy_id}): REVOKE ${existing.role} ON ${pattern} FROM ${identity} first, or change that policy's role in the policy service`,
-        s.principal,
-        409,
-      );
+    await this.grantPreconditions(caller, s);
+    const result = await this.at(StatementExecutor.grantSpan(s), () =>
+      this.deps.policy.store.grant(caller, { principal: identity, principalType: type, role: s.role.value, pattern: s.pattern.value }, { dryRun }),
+    );
+    switch (result.kind) {
+      case 'would_create':
+        return { message: `Would grant ${s.role.value} on ${pattern} to ${identity}` };
+      case 'created':
+        return { message: `Granted ${result.policy.role} on ${result.policy.pattern} to ${identity} (policy ${result.policy.policy_id})` };
+      case 'exists': {
+        const existing = result.policy;
+        if (existing.role === s.role.value) return { message: `${identity} already holds ${existing.role} on ${pattern} (policy ${existing.policy_id}); nothing changed` };
+        throw new StatementError(
+          'POLICY_EXISTS',
+          `${identity} already holds ${existing.role} on ${pattern} (policy ${existing.policy_id}): REVOKE ${existing.role} ON ${pattern} FROM ${identity} first, or change that policy's role in the policy service`,
+          s.principal,
+          409,
+        );
+      }
     }
-    if (dryRun) return { message: `Would grant ${s.role.value} on ${pattern} to ${identity}` };
-    const policy = await this.at(s.span, () => this.deps.policy.create(caller, workspace, { principal: { identity, type }, role: s.role.value, pattern }));
-    return { message: `Granted ${policy.role} on ${policy.pattern} to ${identity} (policy ${policy.policy_id})` };
   }
 
   private async revoke(caller: Principal, s: GrantStatement, dryRun: boolean): Promise<StatementOutcome> {
     const workspace = s.pattern.value.workspace;
     const pattern = formatPattern(s.pattern.value);
     const { identity } = s.principal.value;
-    await this.grantAuthority(caller, s, s.role.value);
-    const record = await this.liveWorkspace(workspace, s.pattern);
-    if (!record) throw new StatementError('WORKSPACE_NOT_FOUND', `Workspace '${workspace}' does not exist`, s.pattern, 404);
-    const existing = await this.existingPolicy(workspace, identity, pattern);
-    if (!existing) throw new StatementError('POLICY_NOT_FOUND', `${identity} holds no grant on ${pattern}; nothing to revoke`, s.principal, 404);
-    if (existing.role !== s.role.value) {
-      throw new StatementError('ROLE_MISMATCH', `${identity} holds ${existing.role} on ${pattern}, not ${s.role.value}: REVOKE ${existing.role} ON ${pattern} FROM ${identity}`, s.role, 409);
-    }
-    if (dryRun) {
-      if (existing.role === 'owner' && pattern === `${workspace}.*`) {
-        const others = await this.deps.db.kysely
-          .selectFrom('policies')
-          .select('policy_id')
-          .where('workspace', '=', workspace)
-          .where('role', '=', 'owner')
-          .where('pattern', '=', pattern)
-          .where('policy_id', '!=', existing.policy_id)
-          .execute();
-        if (others.length === 0) throw new StatementError('LAST_OWNER', `This is the last owner policy of '${pattern}'; grant another owner first`, s.span, 409);
-      }
-      return { message: `Would revoke ${existing.role} on ${pattern} from ${identity} (policy ${existing.policy_id})` };
-    }
-    await this.at(s.span, () => this.deps.policy.remove(caller, workspace, existing.policy_id));
-    return { message: `Revoked ${existing.role} on ${pattern} from ${identity} (policy ${existing.policy_id} deleted)` };
+    await this.grantPreconditions(caller, s);
+    const policy = await this.at(StatementExecutor.grantSpan(s), () =>
+      this.deps.policy.store.remove(caller, workspace, { principal: identity, pattern, role: s.role.value }, { dryRun }),
+    );
+    if (dryRun) return { message: `Would revoke ${policy.role} on ${pattern} from ${identity} (policy ${policy.policy_id})` };
+    return { message: `Revoked ${policy.role} on ${pattern} from ${identity} (policy ${policy.policy_id} deleted)` };
   }
 
   // ── tags ──
@@ -303,10 +300,6 @@ export class StatementExecutor {
     await this.at(s.span, () => this.deps.catalog.setNamespaceProperties(workspace, { deletion_protection: s.value.value }));
     return { message: `Workspace ${workspace}: deletion_protection is ${state} (${effect})` };
   }
-}
-
-function resourceOf(pattern: Pattern): Resource {
-  return { workspace: pattern.workspace, collection: pattern.collection, dataset: pattern.dataset };
 }
 
 /**

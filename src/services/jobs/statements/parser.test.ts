@@ -32,6 +32,16 @@ describe('recognising Lakeport statements', () => {
     'SELECT 1; GRANT reader ON ws.* TO bob',
     "SELECT 1; CREATE SECRET s IN ws (TYPE 'x', KEY 'literal')",
     "SELECT 1 CREATE SECRET s IN ws (TYPE 'x', KEY 'literal')",
+    // Unicode blanks and a byte-order mark are spaces; look-alikes of secret statements are ours to refuse.
+    "\uFEFFCREATE SECRET s IN ws (TYPE 'x')",
+    "CREATE\u00A0SECRET s IN ws (TYPE 'x')",
+    "CREATE\u2003OR\u3000REPLACE SECRET s IN ws (TYPE 'x')",
+    'CRATE SECRET s IN ws',
+    'create secrets s in ws',
+    'CREATE SCERET s',
+    'ALTR SECRET s SET x',
+    "SELECT secrets FROM t (KEY_ID 'x')",
+    "SELECT 1 FROM t (TYPE 's3')",
   ])('%s', (sql) => {
     expect(isLakeportText(sql)).toBe(true);
   });
@@ -45,6 +55,10 @@ describe('recognising Lakeport statements', () => {
     'DROP TABLE t',
     'ALTER TABLE t ADD x INT',
     'SELECT secret FROM ws.c.d WHERE grant = 1',
+    'SELECT created secret FROM t',
+    'CREATE TABLE secret AS SELECT 1',
+    "SELECT secret, type FROM t WHERE type = 's3' AND key_id = :k",
+    'SELECT\u00A01',
   ])('not %s', (sql) => {
     expect(isLakeportText(sql)).toBe(false);
   });
@@ -190,6 +204,21 @@ describe('CREATE SECRET', () => {
     expect(errorOf("CREATE SECRET s IN w (TYPE 'http_endpoint', URL :u) SELECT 1")).toMatchObject({ code: 'SYNTAX_ERROR', at: 'SELECT' });
     expect(errorOf("SELECT 1; CREATE SECRET s IN w (TYPE 'http_endpoint', URL 'x')")).toMatchObject({ code: 'MULTIPLE_STATEMENTS', at: 'CREATE' });
     expect(errorOf("SELECT 1 CREATE SECRET s IN w (TYPE 'http_endpoint', URL 'x')")).toMatchObject({ code: 'MULTIPLE_STATEMENTS', at: 'CREATE' });
+  });
+
+  it('reads Unicode blanks as spaces, keeping literal values as written', () => {
+    const s = secret("\uFEFFCREATE\u00A0SECRET\u2003s IN\u3000ws (TYPE 'http_endpoint', URL 'https://x.example/a\u00A0b')");
+    expect(s).toMatchObject({ name: { value: 's' }, workspace: { value: 'ws' } });
+    expect(s.options[0].value).toMatchObject({ kind: 'literal', text: 'https://x.example/a\u00A0b' });
+  });
+
+  it('refuses a look-alike of a secret statement, pointing at it', () => {
+    expect(errorOf("CRATE SECRET s IN w (TYPE 'http_endpoint', URL 'x')")).toMatchObject({ code: 'SYNTAX_ERROR', at: 'CRATE SECRET' });
+    expect(errorOf("CREATE SECRETS s IN w (TYPE 'http_endpoint', URL 'x')")).toMatchObject({ code: 'SYNTAX_ERROR', at: 'CREATE SECRETS' });
+    expect(errorOf("create sec\u00ADret s IN w (URL 'x')")).toMatchObject({ code: 'SYNTAX_ERROR', at: 'create sec\u00ADret' });
+    expect(errorOf("MAKE SECRET s IN w (TYPE 'http_endpoint', URL 'x')")).toMatchObject({ code: 'SYNTAX_ERROR', at: 'TYPE' });
+    expect(errorOf("SELECT secrets FROM t (KEY_ID :k)")).toMatchObject({ code: 'SYNTAX_ERROR', at: 'secrets' });
+    expect(errorOf("CRATE SECRET s IN w (TYPE 'http_endpoint', URL 'wJalrXUtnFEMI')").message).not.toMatch(/wJalrXUtnFEMI/);
   });
 
   it("refuses DuckDB's PERSISTENT / TEMPORARY forms clearly", () => {

@@ -144,14 +144,106 @@ function statementStarts(tokens: SqlToken[]): number[] {
 }
 
 /**
+ * Unicode blanks (no-break, em and ideographic spaces, line separators, …), zero-width spaces and
+ * the byte-order mark. DuckDB's lexer reads them as letters of a word; Lakeport's statements read
+ * them as spaces, so `CREATE<NBSP>SECRET` is a CREATE SECRET. Each is one UTF-16 unit: offsets stay.
+ */
+const UNICODE_BLANKS = /[\u0085\u00A0\u1680\u180E\u2000-\u200B\u2028\u2029\u202F\u205F\u2060\u3000\uFEFF]/g;
+
+/** The shared lexer's tokens, with Unicode blanks read as spaces (token texts are still the user's). */
+function lakeportTokens(sql: string): SqlToken[] {
+  const blanked = sql.replace(UNICODE_BLANKS, ' ');
+  const tokens = tokenizeSql(blanked);
+  return blanked === sql ? tokens : tokens.map((t) => ({ ...t, text: sql.slice(t.start, t.end) }));
+}
+
+/**
  * Whether the text belongs to the Lakeport statement path: one of its statements starts like a
- * Lakeport statement, or CREATE/ALTER … SECRET appears anywhere (so a secret literal written after
- * some other statement still never reaches the job table).
+ * Lakeport statement, CREATE/ALTER … SECRET appears anywhere (so a secret literal written after
+ * some other statement still never reaches the job table), or it looks like a mistyped secret
+ * statement (`secretLookalike`), which the parser then refuses.
  */
 export function isLakeportText(sql: string): boolean {
-  const tokens = tokenizeSql(sql);
+  const tokens = lakeportTokens(sql);
   if (statementStarts(tokens).some((i) => kindAt(tokens, i) !== undefined)) return true;
-  return tokens.some((t, i) => t.kind === 'word' && ['CREATE', 'ALTER'].includes(t.text.toUpperCase()) && ['create_secret', 'alter_secret'].includes(kindAt(tokens, i) ?? ''));
+  if (tokens.some((t, i) => t.kind === 'word' && ['CREATE', 'ALTER'].includes(t.text.toUpperCase()) && ['create_secret', 'alter_secret'].includes(kindAt(tokens, i) ?? ''))) return true;
+  return secretLookalike(tokens) !== undefined;
+}
+
+// ── secret look-alikes ──
+
+/** Optimal-string-alignment edit distance (insertions, deletions, substitutions, transpositions). */
+function editDistance(target: string, text: string): number {
+  let before: number[] = [];
+  let prev = Array.from({ length: text.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= target.length; i++) {
+    const row = [i];
+    for (let j = 1; j <= text.length; j++) {
+      const cost = target[i - 1] === text[j - 1] ? 0 : 1;
+      row[j] = Math.min(prev[j] + 1, row[j - 1] + 1, prev[j - 1] + cost);
+      if (i > 1 && j > 1 && target[i - 1] === text[j - 2] && target[i - 2] === text[j - 1]) row[j] = Math.min(row[j], before[j - 2] + 1);
+    }
+    before = prev;
+    prev = row;
+  }
+  return prev[text.length];
+}
+
+/** How a secret statement starts, letters only: the leading words of a statement are compared with these. */
+const SECRET_HEADS = ['CREATESECRET', 'CREATEORREPLACESECRET', 'CREATETEMPSECRET', 'CREATETEMPORARYSECRET', 'CREATEPERSISTENTSECRET', 'ALTERSECRET'];
+
+/** Option keys of secrets (Lakeport's and DuckDB's): one followed by a value marks a secret's option list. */
+const SECRET_OPTION_KEYS = new Set([
+  'TYPE', 'KEY', 'KEY_ID', 'SECRET', 'TOKEN', 'PASSWORD', 'SCOPE', 'URL', 'REGION', 'ENDPOINT', 'PROVIDER',
+  'ACCESS_KEY_ID', 'SECRET_ACCESS_KEY', 'SESSION_TOKEN', 'BEARER_TOKEN', 'CLIENT_ID', 'CLIENT_SECRET', 'TENANT_ID',
+  'ACCOUNT_NAME', 'CONNECTION_STRING', 'HEADER_AUTHORIZATION', 'HEADER_X_API_KEY', 'HEADER_X_AUTH_TOKEN',
+]);
+
+/** Secret types (Lakeport's, their aliases, DuckDB's): `TYPE '<one of these>'` is never part of a query. */
+const SECRET_TYPE_NAMES = new Set([
+  'gcs_service_account', 's3_access_key', 'http_endpoint', 'storage_a_service_account', 'storage_b_access_key',
+  's3', 'gcs', 'r2', 'azure', 'http', 'huggingface', 'mysql', 'postgres', 'iceberg', 'uc', 'ducklake',
+]);
+
+const letters = (t: SqlToken) => t.text.toUpperCase().replace(/[^A-Z]/g, '');
+
+/**
+ * Where a text looks like a secret statement that is not written as one (a typo such as
+ * `CRATE SECRET` or `CREATE SECRETS`, a keyword broken by an invisible character, a secret's option
+ * list after some other word): such a text is refused, never run as a query, whose job row would keep
+ * its text and parameters. Undefined for texts that do not: the span is what to point at.
+ *
+ * - A statement whose leading words, letters only, are within two edits of `CREATE SECRET` (or of
+ *   `CREATE OR REPLACE SECRET`, `ALTER SECRET`, …);
+ * - a word within two edits of SECRET together with a secret option and its value (`KEY_ID '…'`,
+ *   `TOKEN :p`);
+ * - `TYPE '<a secret type>'` anywhere.
+ */
+export function secretLookalike(tokens: SqlToken[]): Span | undefined {
+  for (const start of statementStarts(tokens)) {
+    // The statement's leading words and, per word, how many letters it ends at.
+    let skeleton = '';
+    const ends: number[] = [];
+    for (let k = start; k < tokens.length && tokens[k].kind === 'word' && skeleton.length < 30; k++) {
+      skeleton += letters(tokens[k]);
+      ends.push(skeleton.length);
+    }
+    for (const head of SECRET_HEADS) {
+      // The shortest prefix of the skeleton nearest to the head, if near enough; the span is its words.
+      let best: { distance: number; length: number } | undefined;
+      for (let length = 1; length <= Math.min(skeleton.length, head.length + 2); length++) {
+        const distance = editDistance(head, skeleton.slice(0, length));
+        if (distance <= 2 && (!best || distance < best.distance)) best = { distance, length };
+      }
+      if (best) return { start: tokens[start].start, end: tokens[start + ends.findIndex((end) => end >= best.length)].end };
+    }
+  }
+  const valued = (k: number) => ['string', 'placeholder'].includes(tokens[k + 1]?.kind ?? '') || (tokens[k + 1]?.text === ':' && tokens[k + 2]?.kind === 'word');
+  const type = tokens.findIndex((t, k) => upper(t) === 'TYPE' && tokens[k + 1]?.kind === 'string' && SECRET_TYPE_NAMES.has(tokens[k + 1].text.replace(/^'|'$/g, '').toLowerCase()));
+  if (type >= 0) return { start: tokens[type].start, end: tokens[type].end };
+  const secret = tokens.find((t) => t.kind === 'word' && letters(t).length >= 4 && editDistance('SECRET', letters(t)) <= 2);
+  if (secret && tokens.some((t, k) => SECRET_OPTION_KEYS.has(upper(t) ?? '') && valued(k))) return { start: secret.start, end: secret.end };
+  return undefined;
 }
 
 /**
@@ -188,7 +280,7 @@ class Parser {
   private guarded = false;
 
   constructor(private readonly sql: string) {
-    this.tokens = splitDottedNumbers(tokenizeSql(sql));
+    this.tokens = splitDottedNumbers(lakeportTokens(sql));
   }
 
   // ── tokens ──
@@ -294,6 +386,14 @@ class Parser {
         if (inner > 0) {
           const at = this.tokens[inner];
           this.fail('MULTIPLE_STATEMENTS', 'CREATE SECRET must be the only statement in its request', { start: at.start, end: at.end });
+        }
+        const lookalike = secretLookalike(this.tokens);
+        if (lookalike) {
+          this.fail(
+            'SYNTAX_ERROR',
+            "This looks like a secret statement but is not one; it was not run and nothing of it was stored. Write CREATE [OR REPLACE] SECRET <name> IN <workspace> (TYPE '<type>', <KEY> :parameter, …)",
+            lookalike,
+          );
         }
         this.fail('SYNTAX_ERROR', 'Not a Lakeport statement: expected CREATE SECRET, GRANT, REVOKE, CREATE TAG, DROP TAG or ALTER WORKSPACE', { start: first.start, end: first.end });
       }

@@ -216,4 +216,50 @@ describe('isPublicAddress', () => {
     '%s is not',
     (ip) => expect(isPublicAddress(ip)).toBe(false),
   );
+
+  // Every IPv6 spelling of a loopback, private or internal address is judged as that address.
+  it.each([
+    '::127.0.0.1', // IPv4-compatible
+    '::7f00:1',
+    '::ffff:127.0.0.1', // IPv4-mapped
+    '::FFFF:7F00:0001',
+    '0:0:0:0:0:ffff:127.0.0.1',
+    '0000:0000:0000:0000:0000:ffff:7f00:0001',
+    '::ffff:0:127.0.0.1', // IPv4-translated (SIIT)
+    '::ffff:0:a00:1',
+    '64:ff9b::127.0.0.1', // NAT64
+    '64:ff9b::a9fe:a9fe',
+    '64:ff9b:1::10.0.0.1',
+    '::10.0.0.1',
+    '::ffff:169.254.169.254',
+    '::ffff:a9fe:a9fe',
+    '0:0:0:0:0:0:0:1', // loopback, spelled out
+    '0000:0000:0000:0000:0000:0000:0000:0001',
+    '0::0:1',
+    'fe80::1%eth0', // with a zone id
+    'fe80::1%25eth0',
+    '::1%lo',
+    'FE80::1',
+    'fd12:3456::1',
+    '2002:7f00:1::', // 6to4 of 127.0.0.1
+    '2001:0:4136:e378:8000:63bf:3fff:fdd2', // Teredo
+    '[::1]',
+    '[::127.0.0.1]',
+  ])('%s is not public', (ip) => expect(isPublicAddress(ip)).toBe(false));
+
+  it.each(['::ffff:8.8.8.8', '::ffff:808:808', '2606:2800:0220:0001:0000:0000:0000:0001'])('%s is public (it is a public address)', (ip) => expect(isPublicAddress(ip)).toBe(true));
+
+  it.each(['https://[::127.0.0.1]:9443/', 'https://[::ffff:127.0.0.1]/', 'https://[::ffff:7f00:1]/', 'https://[64:ff9b::127.0.0.1]/', 'https://[0:0:0:0:0:0:0:1]/', 'https://[::ffff:0:10.0.0.1]/', 'https://[fe80::1]/'])(
+    'an http_endpoint URL %s is refused',
+    async (u) => expect(await check(http('URL :u'), { u })).toMatch(/^INVALID_SECRET_VALUE: URL's host must be a public address/),
+  );
+
+  it('a host name that resolves to an IPv6 spelling of a private address is refused', async () => {
+    const sneaky = resolver({ 'sneaky.example.com': ['::ffff:0:7f00:1'], 'zoned.example.com': ['fe80::1%eth0'] });
+    for (const host of ['sneaky.example.com', 'zoned.example.com']) {
+      const s = parseStatement(http(`URL 'https://${host}/'`)) as CreateSecret;
+      const spec = checkSecretShape(s);
+      await expect(checkSecretValues(spec.type, resolveValues(s, {}), Object.fromEntries(s.options.map((o) => [o.key.value, o.value])), sneaky)).rejects.toMatchObject({ code: 'INVALID_SECRET_VALUE' });
+    }
+  });
 });
