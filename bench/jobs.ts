@@ -46,7 +46,22 @@ function serverPid(): number | undefined {
   return undefined;
 }
 
-/** CPU time (user + system, ms) of a process and of its main thread, from /proc. */
+/** Pids of the processes whose parent is `pid` (the server's query host). */
+function childrenOf(pid: number): number[] {
+  const out: number[] = [];
+  for (const entry of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = fs.readFileSync(`/proc/${entry}/stat`, 'utf8');
+      if (Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === pid) out.push(Number(entry));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return out;
+}
+
+/** CPU time (user + system, ms) of the server with its query host process, and of its main thread, from /proc. */
 function cpuMs(pid: number | undefined): { process: number; main: number } | undefined {
   if (pid === undefined) return undefined;
   const ticks = (file: string) => {
@@ -56,7 +71,8 @@ function cpuMs(pid: number | undefined): { process: number; main: number } | und
   };
   try {
     const hz = 100; // USER_HZ on Linux
-    return { process: (ticks(`/proc/${pid}/stat`) * 1000) / hz, main: (ticks(`/proc/${pid}/task/${pid}/stat`) * 1000) / hz };
+    const children = childrenOf(pid).reduce((sum, child) => sum + ticks(`/proc/${child}/stat`), 0);
+    return { process: ((ticks(`/proc/${pid}/stat`) + children) * 1000) / hz, main: (ticks(`/proc/${pid}/task/${pid}/stat`) * 1000) / hz };
   } catch {
     return undefined;
   }
@@ -75,12 +91,20 @@ function cpuPerJob(before: ReturnType<typeof cpuMs>, after: ReturnType<typeof cp
 function watchEngines(spillDir: string) {
   fs.mkdirSync(spillDir, { recursive: true });
   const names = new Set<string>();
-  const watcher = fs.watch(spillDir, (_event, name) => {
-    if (name && String(name).startsWith('lakeport-sandbox-')) names.add(String(name));
-  });
+  const watchers: fs.FSWatcher[] = [];
+  // Engines are made in the spill directory itself, or (jobs in a query host process) in its `<pid>/` directory.
+  const watch = (dir: string) =>
+    watchers.push(
+      fs.watch(dir, (_event, name) => {
+        const entry = String(name ?? '');
+        if (entry.startsWith('lakeport-sandbox-')) names.add(path.join(dir, entry));
+        else if (/^\d+$/.test(entry) && dir === spillDir && fs.existsSync(path.join(dir, entry))) watch(path.join(dir, entry));
+      }),
+    );
+  watch(spillDir);
   return {
     created: () => names.size,
-    close: () => watcher.close(),
+    close: () => watchers.forEach((w) => w.close()),
   };
 }
 
@@ -193,7 +217,14 @@ export async function run(): Promise<void> {
     const size = (await fsp.stat(file)).size;
 
     server = await startServer({
-      env: { LAKEPORT_DATA_DIR: dataDir, LAKEPORT_JOB_WORKERS: String(CLIENTS), LAKEPORT_ACCESS_TOKEN_TTL_SECONDS: '7200' },
+      env: {
+        LAKEPORT_DATA_DIR: dataDir,
+        LAKEPORT_JOB_WORKERS: String(CLIENTS),
+        // One identity's clients: let them use every slot, as before per-identity shares.
+        LAKEPORT_JOBS_PER_IDENTITY: String(CLIENTS),
+        LAKEPORT_JOB_ISOLATION: process.env.BENCH_JOB_ISOLATION ?? 'process',
+        LAKEPORT_ACCESS_TOKEN_TTL_SECONDS: '7200',
+      },
     });
     engines = watchEngines(path.join(dataDir, 'tmp', 'scratch', 'spill'));
     const pid = serverPid();
@@ -264,7 +295,7 @@ export async function run(): Promise<void> {
     const ratio = service / rawMedian;
     process.stdout.write(
       `\nLakeport jobs benchmark: ${ROWS.toLocaleString()} rows (${(size / 1e6).toFixed(1)} MB Parquet, ${files.length} committed file(s)), ` +
-        `${CLIENTS} job workers (node ${process.version}, ${os.cpus().length} cores)\n` +
+        `${CLIENTS} job workers, queries ${process.env.BENCH_JOB_ISOLATION === 'inline' ? 'in the server process' : 'in a query host process (BENCH_JOB_ISOLATION=inline: in the server)'} (node ${process.version}, ${os.cpus().length} cores)\n` +
         `metadata database: ${server.database}${server.database === 'PGlite' ? '' : ' (a fresh database beside the one DATABASE_URL names, dropped afterwards)'}\n` +
         `load average 1/5/15 min: ${loadBefore.map((l) => l.toFixed(2)).join(' ')} before, ${loadAfter.map((l) => l.toFixed(2)).join(' ')} after\n` +
         `upload (footer negotiate + accept + data + commit): ${loaded.seconds.toFixed(1)} s\n` +

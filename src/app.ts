@@ -8,7 +8,7 @@ import { Catalog } from './core/catalog/index.ts';
 import type { Sealer } from './core/crypto/index.ts';
 import type { Db } from './core/db/index.ts';
 import { registerErrorHandling } from './core/errors/index.ts';
-import { requestIdOptions, serviceDocs, type AdminToken, type PublicUrl } from './core/http/index.ts';
+import { registerInputGuards, requestIdOptions, serviceDocs, type AdminToken, type PublicUrl } from './core/http/index.ts';
 import type { Ingestor, RowReader, SqlAnalyzer } from './core/engine/index.ts';
 import type { BlobStore } from './core/storage/index.ts';
 import { catalogNamespaces, createAccountsService, type AccountService, type WorkspaceService } from './services/accounts/index.ts';
@@ -104,6 +104,7 @@ export async function buildApp(deps: AppDeps, options: AppOptions = {}): Promise
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
   registerErrorHandling(app);
+  registerInputGuards(app);
   await app.register(cookie);
   await app.register(formbody);
   app.addHook('onSend', async (request, reply) => {

@@ -8,7 +8,7 @@ import { migrate, openDatabase, type Db } from './core/db/index.ts';
 import { addServerPath } from './core/errors/index.ts';
 import { AdminToken, PublicUrl } from './core/http/index.ts';
 import { Ingestor, RowReader, SqlAnalyzer } from './core/engine/index.ts';
-import { createBlobStore, parseStorageUrl } from './core/storage/index.ts';
+import { createBlobStore, parseStorageUrl, sweepScratch } from './core/storage/index.ts';
 
 export interface Runtime {
   deps: AppDeps;
@@ -27,6 +27,9 @@ export async function openRuntime(config: Config): Promise<Runtime> {
   if (storage?.kind === 'file') addServerPath(storage.root);
   const db = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
   await migrate(db);
+  // After the embedded database's lock is held: with it, this process alone uses the data directory.
+  const leftover = await sweepScratch(path.join(config.dataDir, 'tmp'), { exclusive: !config.databaseUrl });
+  if (leftover > 0) process.stdout.write(`removed ${Math.round(leftover / 2 ** 20)} MiB of scratch files left by an earlier process\n`);
   const sealer = new Sealer(loadMasterKey(config.dataDir, config.masterKey));
   let adminToken = config.adminToken;
   let generatedAdminToken: Runtime['generatedAdminToken'];

@@ -1,13 +1,6 @@
 import fs from 'node:fs';
+import { processAlive as alive } from '../processes.ts';
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
 
 /**
  * Claims `dir` for this process with a lock file beside it (`<dir>.lock`, holding the pid), and

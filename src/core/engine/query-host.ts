@@ -16,6 +16,7 @@ import fs from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { processAlive } from '../processes.ts';
 import type { QueryResult } from './sandbox.ts';
 import { fromWire, QueryEngineCrashedError, type EngineOptions, type QueryEngine, type QueryRequest, type QueryRun, type WireError } from './query-engine.ts';
 
@@ -138,16 +139,7 @@ export class ProcessQueryEngine implements QueryEngine {
 /** Spill directories (named by pid) of query hosts that are no longer running, e.g. after a kill. */
 function removeDeadSpill(directory: string): void {
   for (const name of fs.existsSync(directory) ? fs.readdirSync(directory) : []) {
-    if (!/^\d+$/.test(name) || isRunning(Number(name))) continue;
+    if (!/^\d+$/.test(name) || processAlive(Number(name))) continue;
     fs.rmSync(path.join(directory, name), { recursive: true, force: true });
-  }
-}
-
-function isRunning(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
   }
 }

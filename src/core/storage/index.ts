@@ -13,6 +13,7 @@ export {
   type ParsedStorageUrl,
 } from './blob-store.ts';
 export { LocalBlobStore } from './local-store.ts';
+export { sweepScratch, SCRATCH_STALE_MS } from './scratch-sweep.ts';
 // Types only: the AWS SDK is loaded (by createBlobStore) only when S3 is configured.
 export type { S3BlobStore, S3BlobStoreOptions } from './s3-store.ts';
 

@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp, type TestApp } from '../../../test/harness.ts';
+import { deepJson, expectRefused, jsonWithNul, nulish, poison, withNul } from '../../../test/fuzz.ts';
 
 let t: TestApp;
 beforeAll(async () => {
@@ -80,6 +81,58 @@ describe('fuzzing the auth service never yields a 5xx', () => {
         },
       ),
       { numRuns: 300 },
+    );
+  });
+});
+
+describe('NUL characters and deep nesting reach the auth service only as 4xx', () => {
+  const fields = ['grant_type', 'client_id', 'client_secret', 'refresh_token', 'scope', 'token'] as const;
+
+  it('POST /auth/token, /revoke and /introspect with a NUL in any form or JSON field', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.constantFrom('/auth/token', '/auth/revoke', '/auth/introspect'), fc.dictionary(fc.constantFrom(...fields), nulish), fc.constantFrom(...fields), withNul, fc.boolean(), async (url, form, field, poisoned, asJson) => {
+        const body = { ...form, [field]: poisoned };
+        const res = await t.app.inject({
+          method: 'POST',
+          url,
+          headers: { 'content-type': asJson ? 'application/json' : 'application/x-www-form-urlencoded' },
+          payload: asJson ? JSON.stringify(body) : new URLSearchParams(body).toString(),
+        });
+        expectRefused(res);
+      }),
+      { numRuns: 200 },
+    );
+  });
+
+  it('HTTP Basic credentials with a NUL in the client id or the secret', async () => {
+    await fc.assert(
+      fc.asyncProperty(nulish, nulish, fc.boolean(), async (id, secret, encode) => {
+        fc.pre(`${id}${secret}`.includes('\u0000'));
+        const pair = encode ? `${encodeURIComponent(id)}:${encodeURIComponent(secret)}` : `${id}:${secret}`;
+        const res = await t.app.inject({
+          method: 'POST',
+          url: '/auth/token',
+          headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: `Basic ${Buffer.from(pair).toString('base64')}` },
+          payload: 'grant_type=client_credentials',
+        });
+        expectRefused(res);
+        expect([400, 401]).toContain(res.statusCode);
+      }),
+      { numRuns: 150 },
+    );
+  });
+
+  it('credential endpoints with NULs in ids, bodies and bearer tokens, and deeply nested bodies', async () => {
+    const body = fc.oneof(jsonWithNul.map((v) => JSON.stringify(v)), fc.record({ type: nulish, scopes: fc.array(nulish, { maxLength: 3 }) }).map((v) => JSON.stringify(poison(v, 0))), deepJson);
+    await fc.assert(
+      fc.asyncProperty(nulish, body, withNul, async (id, payload, bearer) => {
+        const url = `/auth/clients/${encodeURIComponent(id || 'x')}/credentials`;
+        const admin = { 'x-admin-token': t.adminToken, 'content-type': 'application/json' };
+        expectRefused(await t.app.inject({ method: 'POST', url, headers: admin, payload }));
+        expectRefused(await t.app.inject({ method: 'GET', url: `/auth/clients/${encodeURIComponent(`${id}\u0000`)}/credentials`, headers: admin }));
+        expectRefused(await t.app.inject({ method: 'GET', url: '/auth/me', headers: { authorization: `Bearer ${bearer}` } }));
+      }),
+      { numRuns: 150 },
     );
   });
 });

@@ -69,6 +69,9 @@ function clientCredentialsOf(request: FastifyRequest, form: { client_id?: string
     } catch {
       throw oauthError(401, 'invalid_client', 'Malformed HTTP Basic credentials', { 'www-authenticate': 'Basic realm="lakeport"' });
     }
+    if (`${clientId}${clientSecret}`.includes('\u0000')) {
+      throw oauthError(401, 'invalid_client', 'Malformed HTTP Basic credentials: NUL characters are not allowed', { 'www-authenticate': 'Basic realm="lakeport"' });
+    }
     if (form.client_secret !== undefined) throw oauthError(400, 'invalid_request', 'Use one client authentication method, not both Basic and client_secret');
     if (form.client_id !== undefined && form.client_id !== clientId) throw oauthError(400, 'invalid_request', 'client_id differs from the Basic credentials');
     return { clientId, clientSecret, basic: true };

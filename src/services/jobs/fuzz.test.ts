@@ -2,6 +2,7 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { signIn, type TestUser } from '../../../test/clients.ts';
 import { createTestApp, type TestApp } from '../../../test/harness.ts';
+import { deepJson, expectRefused, jsonWithNul, nulish, poison, withNul } from '../../../test/fuzz.ts';
 
 let t: TestApp;
 let alice: TestUser;
@@ -39,6 +40,36 @@ describe('fuzzing the job service never yields a 5xx', () => {
         noServerError(await alice.request('PUT', `/jobs/api/v1/variables/${encodeURIComponent(query || 'v')}`, body));
       }),
       { numRuns: 150 },
+    );
+  });
+});
+
+describe('NUL characters and deep nesting reach the job service only as 4xx', () => {
+  it('a NUL in the SQL, a parameter name or value, or client_info; deeply nested bodies', async () => {
+    const body = fc.oneof(
+      fc.record({ sql_text: fc.oneof(sqlish, withNul), parameters: fc.dictionary(nulish, fc.oneof(nulish, fc.integer(), fc.constant(null)), { maxKeys: 3 }), client_info: fc.option(jsonWithNul) }).chain((b) => fc.nat().map((i) => JSON.stringify(poison(b, i)))),
+      deepJson,
+    );
+    await fc.assert(
+      fc.asyncProperty(body, fc.constantFrom('/jobs/api/v1/jobs', '/jobs/api/v1/check'), async (payload, url) => {
+        expectRefused(await t.app.inject({ method: 'POST', url, headers: { authorization: `Bearer ${alice.token}`, 'content-type': 'application/json' }, payload }));
+      }),
+      { numRuns: 200 },
+    );
+  });
+
+  it('a NUL in a job id, a variable name, a query string or a variable value', async () => {
+    await fc.assert(
+      fc.asyncProperty(withNul, fc.constantFrom('status', 'results', 'download', 'cancel'), async (value, action) => {
+        const id = encodeURIComponent(value);
+        expectRefused(await alice.request(action === 'cancel' ? 'POST' : 'GET', `/jobs/api/v1/jobs/${id}/${action}`));
+        expectRefused(await alice.request('GET', `/jobs/api/v1/jobs/recent?filter=${id}`));
+        expectRefused(await alice.request('GET', `/jobs/api/v1/jobs/x/results?num_rows=${id}`));
+        expectRefused(await alice.request('PUT', `/jobs/api/v1/variables/${id}`, { type: 'string', value: 'v' }));
+        expectRefused(await alice.request('PUT', '/jobs/api/v1/variables/v', { type: 'string', value }));
+        expectRefused(await alice.request('DELETE', `/jobs/api/v1/variables/${id}`));
+      }),
+      { numRuns: 100 },
     );
   });
 });

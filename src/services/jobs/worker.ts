@@ -257,7 +257,11 @@ export class WorkerPool {
     const timeout = setTimeout(() => handle.cancel('timeout'), job.timeout_ms);
     this.running.set(job.execution_id, { row: job, cancel: (reason) => handle.cancel(reason), since: Date.now() });
     void handle.done
-      .catch((error: unknown): JobOutcome => ({ status: 'failed', error: { code: 'INTERNAL_ERROR', message: error instanceof Error ? error.message : String(error) } }))
+      .catch((error: unknown): JobOutcome => {
+        // Details (paths, internals) go to the log, never into the job a user reads.
+        this.log.error({ err: error, execution_id: job.execution_id }, 'job failed inside the server');
+        return { status: 'failed', error: { code: 'INTERNAL_ERROR', message: `The job failed inside the server; the server log has the details under ${job.execution_id}` } };
+      })
       .then(async (outcome) => {
         clearTimeout(timeout);
         if (outcome.status === 'requeue') {

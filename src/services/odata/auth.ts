@@ -28,7 +28,7 @@ function unauthorized(detail: string, code = 'UNAUTHORIZED'): AppError {
 async function basicPrincipal(clients: ClientAuthenticator, encoded: string, sourceAddress: string | undefined): Promise<Principal> {
   const decoded = Buffer.from(encoded, 'base64').toString('utf8');
   const colon = decoded.indexOf(':');
-  if (colon <= 0) throw unauthorized('Basic credentials must be base64("<client_id>:<credential secret>")', 'INVALID_CREDENTIALS');
+  if (colon <= 0 || decoded.includes('\u0000')) throw unauthorized('Basic credentials must be base64("<client_id>:<credential secret>"), without NUL characters', 'INVALID_CREDENTIALS');
   let credential;
   try {
     credential = await clients.authenticateClient(decoded.slice(0, colon), decoded.slice(colon + 1), sourceAddress);

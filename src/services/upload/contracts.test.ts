@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createWorkspace, signIn, type TestUser } from '../../../test/clients.ts';
 import { createTestApp, tempDir, type TestApp } from '../../../test/harness.ts';
 import { multipartBody } from '../../../test/multipart.ts';
+import { UploadRepo } from './repo.ts';
 
 let t: TestApp;
 let alice: TestUser; // owner of sales
@@ -756,4 +757,34 @@ describe('repeated commits of one contract', () => {
       expect((await get(alice, c.contract_id)).json().state).toBe('committed');
     });
   }
+
+  it('a committed contract stays committed, and its writes stay the dataset’s, even for requests that read it before', async () => {
+    const c = await contractOf(alice, { destination: 'sales.c.repeat_frozen', schema: { mode: 'declared', columns: DECLARED } }, [{ name: 'people.csv', content: PEOPLE }]);
+    expect((await write(alice, c.contract_id, 'people.csv', PEOPLE)).statusCode).toBe(200);
+    expect((await commit(alice, c.contract_id)).statusCode).toBe(200);
+    // What a re-plan, abandon, write or stale check that read the contract just before the commit would do next:
+    const repo = new UploadRepo(t.db);
+    await repo.markStale(c.contract_id);
+    await expect(repo.updateContract(c.contract_id, { state: 'accepted' })).rejects.toMatchObject({ status: 409, code: 'CONTRACT_COMMITTED' });
+    expect(await repo.deleteWrites(c.contract_id)).toBe(false);
+    await expect(
+      repo.putWrite({ write_id: 'wr_late', contract_id: c.contract_id, file_name: 'people.csv', format: 'csv', rows: 1, bytes: 1, source_bytes: 1, parts: 0 }, []),
+    ).rejects.toMatchObject({ status: 409, code: 'CONTRACT_COMMITTED' });
+    expect((await get(alice, c.contract_id)).json()).toMatchObject({ state: 'committed', written: [expect.objectContaining({ rows: 2 })] });
+    expect(await staged(c.contract_id)).toHaveLength(1);
+  });
+
+  it('abandoning or rewriting a contract while it commits never loses the committed files', async () => {
+    for (let round = 0; round < 4; round++) {
+      const name = `repeat_race_${round}`;
+      const c = await contractOf(alice, { destination: `sales.c.${name}`, schema: { mode: 'declared', columns: DECLARED } }, [{ name: 'people.csv', content: PEOPLE }]);
+      expect((await write(alice, c.contract_id, 'people.csv', PEOPLE)).statusCode).toBe(200);
+      const other = round % 2 === 0 ? () => remove(alice, c.contract_id) : () => write(alice, c.contract_id, 'people.csv', PEOPLE);
+      const [committed] = await Promise.all([commit(alice, c.contract_id), other()]);
+      if (committed.statusCode !== 200) continue; // abandoned first (404), or rewritten under it (409 CONTRACT_CHANGED): nothing published
+      for (const f of await t.app.lakeport.catalog.snapshotFiles(committed.json().snapshot.snapshot_id)) {
+        expect(await t.deps.blobs.head(f.path), `round ${round}: ${f.path}`).toBeDefined();
+      }
+    }
+  });
 });

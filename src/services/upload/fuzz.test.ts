@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createWorkspace, signIn, type TestUser } from '../../../test/clients.ts';
 import { createTestApp, type TestApp } from '../../../test/harness.ts';
 import { multipartBody } from '../../../test/multipart.ts';
+import { deepJson, expectRefused, jsonWithNul, poison, withNul } from '../../../test/fuzz.ts';
 
 let t: TestApp;
 let alice: TestUser;
@@ -70,6 +71,44 @@ describe('fuzzing uploads never yields a 5xx', () => {
         noServerError(await alice.request('PUT', `/upload/v2/contracts/${contractId}/accept`, body));
       }),
       { numRuns: 150 },
+    );
+  });
+});
+
+describe('NUL characters and deep nesting reach the upload service only as 4xx', () => {
+  const contract = { destination: 'sales.fuzz.nul', schema: { mode: 'declared', columns: [{ name: 'id', type: 'BIGINT' }] }, format: { delimiter: ',', null_string: 'NA' } };
+
+  it('negotiation with a NUL in any string of the contract, in a sample name, or a deeply nested contract', async () => {
+    const parts = fc.oneof(
+      fc.nat().map((i) => ({ contract: poison(contract, i), samples: [{ name: 'f.csv', content: 'id\n1\n' }] })),
+      // (the multipart parser keeps only what follows the last / or \ of a file name)
+      withNul.filter((name) => !/[\\/]/.test(name.slice(name.indexOf('\u0000')))).map((name) => ({ contract, samples: [{ name, content: 'id\n1\n' }] })),
+      deepJson.map((text) => ({ contract: text, samples: [{ name: 'f.csv', content: 'id\n1\n' }] })),
+    );
+    await fc.assert(
+      fc.asyncProperty(parts, async (p) => {
+        const body = await multipartBody(p);
+        expectRefused(await t.app.inject({ method: 'POST', url: '/upload/v2/contracts', headers: { ...body.headers, authorization: `Bearer ${alice.token}` }, payload: body.payload }));
+      }),
+      { numRuns: 100 },
+    );
+  });
+
+  it('a NUL in a contract id, a file name header or an idempotency key; NULs and deep nesting in JSON bodies', async () => {
+    await fc.assert(
+      fc.asyncProperty(withNul, fc.oneof(jsonWithNul.map((v) => JSON.stringify(v)), deepJson), async (value, payload) => {
+        const auth = { authorization: `Bearer ${alice.token}` };
+        const id = encodeURIComponent(value);
+        for (const [method, url] of [['GET', `/upload/v2/contracts/${id}`], ['DELETE', `/upload/v2/contracts/${id}`], ['POST', `/upload/v2/contracts/${id}/commit`], ['POST', `/upload/v2/contracts/${id}/data`]] as const) {
+          expectRefused(await t.app.inject({ method, url, headers: auth }));
+        }
+        expectRefused(await t.app.inject({ method: 'POST', url: `/upload/v2/contracts/${contractId}/data`, headers: { ...auth, 'x-file-name': value }, payload: 'id,name\n1,a\n' }));
+        expectRefused(await t.app.inject({ method: 'POST', url: `/upload/v2/contracts/${contractId}/commit`, headers: { ...auth, 'idempotency-key': value } }));
+        for (const url of [`/upload/v2/contracts/${contractId}`, `/upload/v2/contracts/${contractId}/accept`]) {
+          expectRefused(await t.app.inject({ method: url.endsWith('accept') ? 'PUT' : 'PATCH', url, headers: { ...auth, 'content-type': 'application/json' }, payload }));
+        }
+      }),
+      { numRuns: 60 },
     );
   });
 });

@@ -8,7 +8,7 @@ import multipart from '@fastify/multipart';
 import type { FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod, ZodTypeProvider } from 'fastify-type-provider-zod';
 import { AppError, RequestValidationError } from '../../core/errors/index.ts';
-import { principalOf, requireAuth, type TokenVerifier } from '../../core/http/index.ts';
+import { jsonTooDeep, principalOf, refuseNul, requireAuth, tooDeep, type TokenVerifier } from '../../core/http/index.ts';
 import * as S from './schemas.ts';
 import type { Sample, UploadService } from './service.ts';
 
@@ -26,13 +26,17 @@ async function readNegotiation(request: FastifyRequest, scratch: string, sampleM
   for await (const part of request.parts()) {
     if (part.type === 'field') {
       if (part.fieldname !== 'contract') continue;
+      // The edge's rules for JSON bodies hold for this part too: no deep nesting, no NUL.
+      if (jsonTooDeep(String(part.value))) throw tooDeep(['body', 'contract']);
       try {
         contract = JSON.parse(String(part.value));
       } catch {
         throw RequestValidationError.at(['body', 'contract'], 'the contract part must be JSON', 'json_invalid');
       }
+      refuseNul(contract, ['body', 'contract']);
       continue;
     }
+    refuseNul(`${part.fieldname}${part.filename ?? ''}`, ['body', part.fieldname]);
     const name = path.basename(part.filename || part.fieldname);
     const file = path.join(scratch, `sample-${crypto.randomUUID()}`);
     await pipeline(part.file, fs.createWriteStream(file));

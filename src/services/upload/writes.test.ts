@@ -150,11 +150,13 @@ describe('write, then commit', () => {
     const after = (await get(alice, c.contract_id)).json();
     expect(after).toMatchObject({ state: 'committed', snapshot: { snapshot_id: done.snapshot.snapshot_id }, rows_written: 3 });
 
-    // Committed: no more writes, commits, re-plans or accepts.
+    // Committed: no more writes, re-plans or accepts; a commit again answers the commit that was.
+    for (const again of [await commit(alice, c.contract_id), await commit(alice, c.contract_id, 'a-fresh-key')]) {
+      expect(again.statusCode, again.body).toBe(200);
+      expect(again.json()).toEqual(done);
+    }
     for (const res2 of [
       await write(alice, c.contract_id, 'people.csv', body),
-      await commit(alice, c.contract_id),
-      await commit(alice, c.contract_id, 'a-fresh-key'),
       await alice.request('PATCH', `/upload/v2/contracts/${c.contract_id}`, { columns: { name: { ignore: true } } }),
       await alice.request('PUT', `/upload/v2/contracts/${c.contract_id}/accept`, { schema_fingerprint: c.schema_fingerprint }),
     ]) {
@@ -336,13 +338,14 @@ describe('Idempotency-Key', () => {
     expect(later.json().snapshot.snapshot_id).toBe((await snapshots('idem_race'))[0].snapshot_id);
   });
 
-  it('without a key a second commit is 409 CONTRACT_COMMITTED', async () => {
+  it('without a key a second commit answers the first one again; writes are 409 CONTRACT_COMMITTED', async () => {
     const c = await contractOf(alice, declaredPeople('nokey'), [{ name: 'people.csv', content: people(1, 2) }]);
     expect((await write(alice, c.contract_id, 'people.csv', people(1, 2))).statusCode).toBe(200);
-    expect((await commit(alice, c.contract_id)).statusCode).toBe(200);
+    const first = await commit(alice, c.contract_id);
+    expect(first.statusCode).toBe(200);
     const again = await commit(alice, c.contract_id);
-    expect(again.statusCode, again.body).toBe(409);
-    expect(again.json().code).toBe('CONTRACT_COMMITTED');
+    expect(again.statusCode, again.body).toBe(200);
+    expect(again.json()).toEqual(first.json());
     const w = await write(alice, c.contract_id, 'people.csv', people(1, 2));
     expect(w.statusCode, w.body).toBe(409);
     expect(w.json().code).toBe('CONTRACT_COMMITTED');

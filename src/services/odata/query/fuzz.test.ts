@@ -168,6 +168,20 @@ describe('fuzzing the query options', () => {
     await fc.assert(fc.asyncProperty(options, check), { numRuns: 1500 });
   });
 
+  it('a NUL at any position of a valid option, and nesting far past the limits', async () => {
+    const withNulAt = (valid: string[]) => fc.tuple(fc.constantFrom(...valid), fc.nat()).map(([text, at]) => `${text.slice(0, at % (text.length + 1))}\u0000${text.slice(at % (text.length + 1))}`);
+    const farDeep = fc.tuple(fc.constantFrom('(', 'not (', 'year(', 'contains(name, '), fc.integer({ min: 3000, max: 100_000 })).map(([open, n]) => `${open.repeat(n)}qty eq 1${')'.repeat(n)}`);
+    const options = fc.oneof(
+      withNulAt(VALID_FILTERS).map((filter) => ({ filter })),
+      withNulAt(VALID_APPLIES).map((apply) => ({ apply })),
+      withNulAt(VALID_ORDERBYS).map((orderby) => ({ orderby })),
+      withNulAt(VALID_SELECTS).map((select) => ({ select })),
+      farDeep.map((filter) => ({ filter })),
+      farDeep.map((f) => ({ apply: `filter(${f})` })),
+    );
+    await fc.assert(fc.asyncProperty(options, check), { numRuns: 500 });
+  });
+
   it('compiled and refused a fair share of the inputs', () => {
     expect(compiledCount).toBeGreaterThan(300);
     expect(refusedCount).toBeGreaterThan(3000);
