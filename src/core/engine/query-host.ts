@@ -103,7 +103,7 @@ export class ProcessQueryEngine implements QueryEngine {
     const limitKiB = Math.ceil(memoryBudgetBytes / 1024);
     const useShell = process.platform === 'linux' && fs.existsSync('/bin/sh');
     const child = useShell
-      ? spawn('/bin/sh', ['-c', 'ulimit -d "$0" && exec "$@"', String(limitKiB), ...node], { env, stdio: ['ignore', 'inherit', 'inherit', 'ipc'], serialization: 'advanced' })
+      ? spawn('/bin/sh', ['-c', 'ulimit -d "$0" || echo "lakeport: the query process runs without its memory limit" >&2; exec "$@"', String(limitKiB), ...node], { env, stdio: ['ignore', 'inherit', 'inherit', 'ipc'], serialization: 'advanced' })
       : spawn(node[0], node.slice(1), { env, stdio: ['ignore', 'inherit', 'inherit', 'ipc'], serialization: 'advanced' });
     this.starts++;
     this.child = child;
