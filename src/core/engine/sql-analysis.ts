@@ -148,23 +148,70 @@ const CACHED_TEXT_MAX = 64 * 1024;
 /**
  * Classifies job SQL. Owns a parse-only DuckDB instance (`SqlAnalyzer.create()`) or uses one it is
  * given (`new SqlAnalyzer(instance)`, which it never closes); only `json_serialize_sql` runs on it,
- * as one prepared statement. Calls are serialised on one connection.
+ * as one prepared statement. Calls are serialised on two connections (ParseLane): one for short texts, one for long ones.
  *
  * An analysis depends on the text alone, so recent ones are kept by text and shared (the same
  * statements come again and again: dashboards, retries, a submit and its check): callers must not
  * change what they get.
  */
-export class SqlAnalyzer {
+/**
+ * One connection that parses one text at a time, with its prepared `json_serialize_sql`. The
+ * analyzer has two: texts up to CACHED_TEXT_MAX on one, longer ones on the other, so a flood of
+ * long texts (up to ~0.25 s each within the limits of input-limits.ts) never delays anyone's
+ * ordinary statements.
+ */
+class ParseLane {
   private connection: Promise<DuckDBConnection> | undefined;
   private statement: DuckDBPreparedStatement | undefined;
   private queue: Promise<unknown> = Promise.resolve();
+  private closed = false;
+
+  constructor(private readonly instance: DuckDBInstance) {}
+
+  /** DuckDB's parse of `sql`, bound as a parameter. Big integers arrive as strings. */
+  serialize(sql: string): Promise<Json> {
+    const run = this.queue.then(async () => {
+      if (this.closed) throw new Error('SqlAnalyzer is closed');
+      this.connection ??= this.instance.connect();
+      // Prepared once: binding a text costs about half of preparing and running it afresh.
+      this.statement ??= await (await this.connection).prepare('SELECT json_serialize_sql($sql::VARCHAR) AS tree');
+      this.statement.bind({ sql });
+      const reader = await this.statement.runAndReadAll();
+      const value = reader.getRows()[0]?.[0];
+      if (typeof value !== 'string') throw new Error('json_serialize_sql returned no text');
+      return parseJsonKeepingBigIntegers(value);
+    });
+    this.queue = run.catch(() => undefined);
+    return run;
+  }
+
+  /** Closes the connection once the parses under way are done. */
+  async close(): Promise<void> {
+    this.closed = true;
+    const connection = this.connection;
+    this.connection = undefined;
+    await this.queue;
+    this.statement?.destroySync();
+    this.statement = undefined;
+    try {
+      (await connection)?.closeSync();
+    } catch {
+      // it never opened
+    }
+  }
+}
+
+export class SqlAnalyzer {
+  private readonly lanes: { short: ParseLane; long: ParseLane };
   private readonly recent = new LRUCache<string, Promise<Analysis>>({ max: 1_000, maxSize: 4 * 1024 * 1024, maxEntrySize: CACHED_TEXT_MAX + 1, sizeCalculation: (_analysis, sql) => sql.length + 1 });
   private closed = false;
 
   constructor(
     private readonly instance: DuckDBInstance,
     private readonly owned = false,
-  ) {}
+  ) {
+    this.lanes = { short: new ParseLane(instance), long: new ParseLane(instance) };
+  }
 
   /** An analyzer with its own small in-memory DuckDB, which `close()` closes. */
   static async create(): Promise<SqlAnalyzer> {
@@ -175,17 +222,8 @@ export class SqlAnalyzer {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    const connection = this.connection;
-    this.connection = undefined;
-    await this.queue;
+    await Promise.all([this.lanes.short.close(), this.lanes.long.close()]);
     this.recent.clear();
-    this.statement?.destroySync();
-    this.statement = undefined;
-    try {
-      (await connection)?.closeSync();
-    } catch {
-      // it never opened
-    }
     if (this.owned) this.instance.closeSync();
   }
 
@@ -290,21 +328,8 @@ export class SqlAnalyzer {
     };
   }
 
-  /** DuckDB's parse of `sql`, bound as a parameter. Big integers arrive as strings. */
   private serialize(sql: string): Promise<Json> {
-    const run = this.queue.then(async () => {
-      if (this.closed) throw new Error('SqlAnalyzer is closed');
-      this.connection ??= this.instance.connect();
-      // Prepared once: binding a text costs about half of preparing and running it afresh.
-      this.statement ??= await (await this.connection).prepare('SELECT json_serialize_sql($sql::VARCHAR) AS tree');
-      this.statement.bind({ sql });
-      const reader = await this.statement.runAndReadAll();
-      const value = reader.getRows()[0]?.[0];
-      if (typeof value !== 'string') throw new Error('json_serialize_sql returned no text');
-      return parseJsonKeepingBigIntegers(value);
-    });
-    this.queue = run.catch(() => undefined);
-    return run;
+    return (sql.length > CACHED_TEXT_MAX ? this.lanes.long : this.lanes.short).serialize(sql);
   }
 }
 

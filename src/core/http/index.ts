@@ -14,4 +14,4 @@ export { serviceDocs } from './openapi.ts';
 export { AdminToken, ADMIN_TOKEN_HEADER } from './admin-token.ts';
 export { PublicUrl } from './public-url.ts';
 export { Identity, IDENTITY_REGEX, WorkspaceName } from './schemas.ts';
-export { registerInputGuards, refuseNul, jsonTooDeep, tooDeep, MAX_JSON_DEPTH } from './input-guards.ts';
+export { registerInputGuards, refuseNul, jsonTooDeep, jsonTooDeepError, MAX_JSON_DEPTH } from './input-guards.ts';

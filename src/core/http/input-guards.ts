@@ -10,7 +10,7 @@ import { AppError, RequestValidationError } from '../errors/index.ts';
  *   string or key. PostgreSQL's text cannot hold one, and no name, id or value needs one: 422
  *   `string_nul` at its place (`loc`); in credentials (Authorization, cookies, the admin token),
  *   401. Bodies that services read themselves (multipart parts) use `refuseNul`, `jsonTooDeep` and
- *   `tooDeep` directly.
+ *   `jsonTooDeepError` directly.
  */
 export const MAX_JSON_DEPTH = 64;
 
@@ -76,7 +76,7 @@ export function refuseNul(value: unknown, loc: (string | number)[]): void {
 }
 
 /** The 422 for JSON nested too deep, at `loc`. */
-export const tooDeep = (loc: (string | number)[]) => RequestValidationError.at(loc, `JSON nested more than ${MAX_JSON_DEPTH} levels deep`, 'json_too_deep');
+export const jsonTooDeepError = (loc: (string | number)[]) => RequestValidationError.at(loc, `JSON nested more than ${MAX_JSON_DEPTH} levels deep`, 'json_too_deep');
 
 /** Path parameters, query and headers: checked as the request arrives, before authentication looks at any of them. */
 async function refuseNulInRequest(request: FastifyRequest) {
@@ -104,7 +104,7 @@ export function registerInputGuards(app: FastifyInstance) {
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
     const text = String(body);
     if (jsonTooDeep(text)) {
-      done(tooDeep(['body']), undefined);
+      done(jsonTooDeepError(['body']), undefined);
       return;
     }
     parseJson(request, text, done);

@@ -29,7 +29,8 @@ export class JobRepo {
   /** As enqueue, but the job is inserted already claimed by `workerId` (running, as claim() leaves it): one statement instead of two. */
   async enqueueClaimed(row: NewJob, workerId: string): Promise<JobRow> {
     const now = new Date();
-    const claimed = { status: 'running' as const, worker_id: workerId, started_at: now, heartbeat_at: now, attempts: 1 };
+    // created_at from the same clock as started_at, so queued_ms is never negative.
+    const claimed = { status: 'running' as const, worker_id: workerId, created_at: now, started_at: now, heartbeat_at: now, attempts: 1 };
     return this.db.kysely.insertInto('jobs').values(this.newJob(row, claimed)).returningAll().executeTakeFirstOrThrow();
   }
 

@@ -8,7 +8,7 @@ import multipart from '@fastify/multipart';
 import type { FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod, ZodTypeProvider } from 'fastify-type-provider-zod';
 import { AppError, RequestValidationError } from '../../core/errors/index.ts';
-import { jsonTooDeep, principalOf, refuseNul, requireAuth, tooDeep, type TokenVerifier } from '../../core/http/index.ts';
+import { jsonTooDeep, principalOf, refuseNul, requireAuth, jsonTooDeepError, type TokenVerifier } from '../../core/http/index.ts';
 import * as S from './schemas.ts';
 import type { Sample, UploadService } from './service.ts';
 
@@ -27,7 +27,7 @@ async function readNegotiation(request: FastifyRequest, scratch: string, sampleM
     if (part.type === 'field') {
       if (part.fieldname !== 'contract') continue;
       // The edge's rules for JSON bodies hold for this part too: no deep nesting, no NUL.
-      if (jsonTooDeep(String(part.value))) throw tooDeep(['body', 'contract']);
+      if (jsonTooDeep(String(part.value))) throw jsonTooDeepError(['body', 'contract']);
       try {
         contract = JSON.parse(String(part.value));
       } catch {
