@@ -19,15 +19,21 @@ describe('SigningKeyStore', () => {
   }
 
   it('creates one key and keeps its private half sealed', async () => {
-    const store = new SigningKeyStore(t.db, sealer, 600);
-    await store.init();
-    const jwks = await store.jwks();
-    expect(jwks.keys).toHaveLength(1);
-    expect(jwks.keys[0]).toMatchObject({ kty: 'OKP', crv: 'Ed25519', alg: 'EdDSA', use: 'sig' });
-    expect(jwks.keys[0]).not.toHaveProperty('d');
-    const row = await t.db.kysely.selectFrom('signing_keys').selectAll().executeTakeFirstOrThrow();
-    expect(row.private_jwk.startsWith('v1.')).toBe(true);
-    expect(row.private_jwk).not.toContain('"d"');
+    // A database of its own: the other tests here rotate keys into the shared one.
+    const own = await createTestDb();
+    try {
+      const store = new SigningKeyStore(own.db, sealer, 600);
+      await store.init();
+      const jwks = await store.jwks();
+      expect(jwks.keys).toHaveLength(1);
+      expect(jwks.keys[0]).toMatchObject({ kty: 'OKP', crv: 'Ed25519', alg: 'EdDSA', use: 'sig' });
+      expect(jwks.keys[0]).not.toHaveProperty('d');
+      const row = await own.db.kysely.selectFrom('signing_keys').selectAll().executeTakeFirstOrThrow();
+      expect(row.private_jwk.startsWith('v1.')).toBe(true);
+      expect(row.private_jwk).not.toContain('"d"');
+    } finally {
+      await own.dispose();
+    }
   });
 
   it('rotates: signs with the new key, still verifies the old key, and another server sees both', async () => {
@@ -61,6 +67,9 @@ describe('SigningKeyStore', () => {
   });
 
   it('cannot open keys sealed under another master key', async () => {
+    // A key sealed under this test's master key (init creates one when the table is empty).
+    await new SigningKeyStore(t.db, sealer, 600).init();
+    expect(await t.db.kysely.selectFrom('signing_keys').select('kid').execute()).not.toHaveLength(0);
     const other = new SigningKeyStore(t.db, new Sealer(crypto.randomBytes(32)), 600);
     await expect(other.init()).rejects.toThrow();
   });

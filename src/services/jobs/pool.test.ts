@@ -71,8 +71,13 @@ describe('pooled sandboxes behind the job service', () => {
   it('runs the next job normally after a job on a pooled engine was cancelled', async () => {
     // Warm an engine for alice's empty view set, then cancel a job on it.
     expect((await run(alice, 'SELECT 1 AS one')).data).toEqual([[1]]);
-    const submitted = (await alice.request('POST', `${J}/jobs`, { sql_text: 'SELECT count(*) FROM range(1000000000000) a' })).json();
-    await new Promise((r) => setTimeout(r, 300));
+    const submittedRes = await alice.request('POST', `${J}/jobs`, { sql_text: 'SELECT count(*) FROM range(1000000000000) a' });
+    expect(submittedRes.statusCode, submittedRes.body).toBe(201);
+    const submitted = submittedRes.json();
+    // Cancel a job that is really running (not one still queued), without guessing how long that takes.
+    await expect.poll(async () => (await alice.request('GET', `${J}/jobs/${submitted.execution_id}/status`)).json().status, { timeout: 10_000, interval: 25 }).toBe('running');
+    // 'running' is set when a worker claims the job; the cancel must find it on a pooled engine.
+    await expect.poll(() => sandboxes().stats().leased, { timeout: 10_000, interval: 10 }).toBeGreaterThanOrEqual(1);
     expect((await alice.request('POST', `${J}/jobs/${submitted.execution_id}/cancel`)).statusCode).toBe(200);
     expect((await alice.request('GET', `${J}/jobs/${submitted.execution_id}/status?wait=20`)).json().status).toBe('cancelled');
     const discarded = sandboxes().stats().evicted.discarded;

@@ -169,22 +169,39 @@ describe('ownership, history and cancellation', () => {
   });
 
   it('lists recent jobs newest first, filtered by status or text', async () => {
+    // Jobs of its own, so the list does not lean on the tests before it.
+    const ok = await run(alice, 'SELECT 1 AS one');
+    const ok2 = await run(alice, 'SELECT 2 AS two');
+    const failedJob = await run(alice, 'SELECT * FROM sales.orders.daily AT (VERSION => 999999)');
+    expect(failedJob.status).toBe('failed');
+    const ok3 = await run(alice, 'SELECT 3 AS three');
+    expect((await run(eve, 'SELECT v FROM ops.x.y')).status).toBe('succeeded');
     const recent = (await alice.request('GET', `${J}/jobs/recent`)).json();
     expect(recent.length).toBeGreaterThan(3);
+    const ids = recent.map((j: { execution_id: string }) => j.execution_id);
+    for (const job of [ok, ok2, failedJob, ok3]) expect(ids).toContain(job.execution_id);
     const times = recent.map((j: { created_at: string }) => j.created_at);
     expect([...times].sort().reverse()).toEqual(times);
     expect(recent.every((j: { sql_text: string }) => typeof j.sql_text === 'string')).toBe(true);
     const failed = (await alice.request('GET', `${J}/jobs/recent?filter=failed`)).json();
     expect(failed.length).toBeGreaterThan(0);
     expect(failed.every((j: { status: string }) => j.status === 'failed')).toBe(true);
+    expect(failed.map((j: { execution_id: string }) => j.execution_id)).toContain(failedJob.execution_id);
     const text = (await alice.request('GET', `${J}/jobs/recent?filter=AT (VERSION`)).json();
     expect(text.length).toBeGreaterThan(0);
-    expect((await eve.request('GET', `${J}/jobs/recent`)).json().every((j: { sql_text: string }) => !j.sql_text.includes('sales'))).toBe(true);
+    expect(text.map((j: { execution_id: string }) => j.execution_id)).toContain(failedJob.execution_id);
+    expect(text.every((j: { sql_text: string }) => j.sql_text.toUpperCase().includes('AT (VERSION'))).toBe(true);
+    const eves = (await eve.request('GET', `${J}/jobs/recent`)).json();
+    expect(eves.length).toBeGreaterThan(0);
+    expect(eves.every((j: { sql_text: string }) => !j.sql_text.includes('sales'))).toBe(true);
   });
 
   it('cancels a running job', async () => {
-    const submitted = (await alice.request('POST', `${J}/jobs`, { sql_text: 'SELECT count(*) FROM range(1000000000000) a' })).json();
-    await new Promise((r) => setTimeout(r, 300));
+    const submittedRes = await alice.request('POST', `${J}/jobs`, { sql_text: 'SELECT count(*) FROM range(1000000000000) a' });
+    expect(submittedRes.statusCode, submittedRes.body).toBe(201);
+    const submitted = submittedRes.json();
+    // Cancel a job that is really running (not one still queued), without guessing how long that takes.
+    await expect.poll(async () => (await alice.request('GET', `${J}/jobs/${submitted.execution_id}/status`)).json().status, { timeout: 10_000, interval: 25 }).toBe('running');
     const cancel = await alice.request('POST', `${J}/jobs/${submitted.execution_id}/cancel`);
     expect(cancel.statusCode).toBe(200);
     const final = (await alice.request('GET', `${J}/jobs/${submitted.execution_id}/status?wait=20`)).json();

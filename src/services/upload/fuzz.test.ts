@@ -15,46 +15,83 @@ beforeAll(async () => {
   await createWorkspace(alice, 'sales');
   const body = await multipartBody({ contract: { destination: 'sales.a.b', schema: { mode: 'declared', columns: [{ name: 'id', type: 'BIGINT' }, { name: 'name', type: 'VARCHAR' }] } }, samples: [{ name: 'f.csv', content: 'id,name\n1,a\n' }] });
   const res = await t.app.inject({ method: 'POST', url: '/upload/v2/contracts', headers: { ...body.headers, authorization: `Bearer ${alice.token}` }, payload: body.payload });
+  // Without the contract every fuzzer below would only meet 404s.
+  expect(res.statusCode, res.body).toBe(201);
   contractId = res.json().contract_id;
+  expect(contractId).toEqual(expect.any(String));
+  const contract = await alice.request('GET', `/upload/v2/contracts/${contractId}`);
+  expect(contract.statusCode, contract.body).toBe(200);
+  expect(contract.json()).toMatchObject({ contract_id: contractId });
 });
 afterAll(async () => t.close());
 
-const noServerError = (res: { statusCode: number; body: string }) => expect(res.statusCode, res.body).toBeLessThan(500);
+type Res = { statusCode: number; body: string };
+const noServerError = (res: Res) => expect(res.statusCode, res.body).toBeLessThan(500);
+
+/**
+ * The answers a fuzzer got, as `status code` (e.g. `409 CONTRACT_NOT_ACCEPTED`), to prove it reached the
+ * real handler rather than only a 404 (or an auth refusal) in front of it.
+ */
+function answers() {
+  const seen = new Set<string>();
+  return {
+    seen,
+    note(res: Res): Res {
+      let code = '';
+      try {
+        code = String(JSON.parse(res.body)?.code ?? '');
+      } catch {
+        // not JSON: the status alone
+      }
+      seen.add(`${res.statusCode} ${code}`.trim());
+      return res;
+    },
+  };
+}
 
 describe('fuzzing uploads never yields a 5xx', () => {
   it('negotiation with arbitrary contracts and samples', async () => {
+    const { seen, note } = answers();
     await fc.assert(
       fc.asyncProperty(
         fc.oneof(fc.jsonValue(), fc.string({ maxLength: 200 }), fc.record({ destination: fc.string({ maxLength: 40 }), schema: fc.jsonValue(), format: fc.jsonValue() }, { requiredKeys: [] })),
         fc.array(fc.record({ name: fc.string({ minLength: 1, maxLength: 20 }), content: fc.oneof(fc.string({ maxLength: 300 }), fc.uint8Array({ maxLength: 300 }).map((a) => Buffer.from(a))) }), { maxLength: 3 }),
         async (contract, samples) => {
           const body = await multipartBody({ contract, samples });
-          noServerError(await t.app.inject({ method: 'POST', url: '/upload/v2/contracts', headers: { ...body.headers, authorization: `Bearer ${alice.token}` }, payload: body.payload }));
+          noServerError(note(await t.app.inject({ method: 'POST', url: '/upload/v2/contracts', headers: { ...body.headers, authorization: `Bearer ${alice.token}` }, payload: body.payload })));
         },
       ),
       { numRuns: 150 },
     );
+    // The handler itself parses the multipart contract: its 422s prove the route was reached.
+    expect([...seen]).toContain('422');
   });
 
   it('well-formed contracts over arbitrary CSV and JSONL samples', async () => {
+    const { seen, note } = answers();
     await fc.assert(
       fc.asyncProperty(fc.constantFrom('s.csv', 's.jsonl', 's.parquet', 's.tsv'), fc.string({ maxLength: 400 }), fc.constantFrom('auto', 'infer', 'declared'), async (name, content, mode) => {
         const body = await multipartBody({ contract: { destination: 'sales.fuzz.x', schema: { mode, columns: [{ name: 'a', type: 'INTEGER' }] } }, samples: [{ name, content }] });
-        noServerError(await t.app.inject({ method: 'POST', url: '/upload/v2/contracts', headers: { ...body.headers, authorization: `Bearer ${alice.token}` }, payload: body.payload }));
+        noServerError(note(await t.app.inject({ method: 'POST', url: '/upload/v2/contracts', headers: { ...body.headers, authorization: `Bearer ${alice.token}` }, payload: body.payload })));
       }),
       { numRuns: 150 },
     );
+    // At least one contract was negotiated: the workspace exists and the real negotiation ran.
+    expect([...seen]).toContain('201');
   });
 
   it('writes of arbitrary bytes', async () => {
+    const { seen, note } = answers();
     await fc.assert(
       fc.asyncProperty(fc.oneof(fc.string({ maxLength: 500 }), fc.uint8Array({ maxLength: 500 }).map((a) => Buffer.from(a))), fc.constantFrom('text/csv', 'application/octet-stream', 'application/json', undefined), async (content, type) => {
         const headers: Record<string, string> = { authorization: `Bearer ${alice.token}`, 'x-file-name': 'f.csv' };
         if (type) headers['content-type'] = type;
-        noServerError(await t.app.inject({ method: 'POST', url: `/upload/v2/contracts/${contractId}/data`, headers, payload: content }));
+        noServerError(note(await t.app.inject({ method: 'POST', url: `/upload/v2/contracts/${contractId}/data`, headers, payload: content })));
       }),
       { numRuns: 150 },
     );
+    // The writes met the fixture contract (a 2xx, or a 409 only the service answers after finding it), not only 404s.
+    expect([...seen].filter((a) => /^(2\d\d|409 (?!CONTRACT_NOT_FOUND))/.test(a)), [...seen].join(', ')).not.toHaveLength(0);
   });
 
   it('a file sent as application/json is a file, not a JSON body', async () => {
@@ -65,13 +102,28 @@ describe('fuzzing uploads never yields a 5xx', () => {
   });
 
   it('PATCH and accept with arbitrary JSON', async () => {
+    const patched = answers();
+    const accepted = answers();
     await fc.assert(
-      fc.asyncProperty(fc.jsonValue(), async (body) => {
-        noServerError(await alice.request('PATCH', `/upload/v2/contracts/${contractId}`, body));
-        noServerError(await alice.request('PUT', `/upload/v2/contracts/${contractId}/accept`, body));
-      }),
+      // Arbitrary JSON, and bodies of the right shape so that some get past validation into the handler.
+      fc.asyncProperty(
+        fc.oneof(
+          fc.jsonValue(),
+          fc.record({ schema_fingerprint: fc.string({ minLength: 1, maxLength: 80 }) }),
+          fc.record({ columns: fc.dictionary(fc.oneof(fc.constantFrom('id', 'name'), fc.string({ minLength: 1, maxLength: 20 })), fc.record({ type: fc.oneof(fc.constantFrom('BIGINT', 'VARCHAR', 'DOUBLE'), fc.string({ minLength: 1, maxLength: 64 })), ignore: fc.boolean() }, { requiredKeys: [] }), { maxKeys: 3 }) }),
+        ),
+        async (body) => {
+        noServerError(patched.note(await alice.request('PATCH', `/upload/v2/contracts/${contractId}`, body)));
+        noServerError(accepted.note(await alice.request('PUT', `/upload/v2/contracts/${contractId}/accept`, body)));
+        },
+      ),
       { numRuns: 150 },
     );
+    // Past validation, the handlers found the fixture contract: a PATCH re-planned it (or was refused
+    // by the service), and an accept with a made-up fingerprint was refused as a mismatch.
+    const reached = (seen: Set<string>) => [...seen].filter((a) => /^(2\d\d|409 (?!CONTRACT_NOT_FOUND))/.test(a));
+    expect(reached(patched.seen), [...patched.seen].join(', ')).not.toHaveLength(0);
+    expect([...accepted.seen]).toContain('409 FINGERPRINT_MISMATCH');
   });
 });
 
