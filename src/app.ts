@@ -1,18 +1,18 @@
 import path from 'node:path';
 import cookie from '@fastify/cookie';
 import formbody from '@fastify/formbody';
-import Fastify, { type FastifyInstance, type FastifyPluginAsync, type FastifyServerOptions } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import { serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import { Authorizer, PolicyGrantSource } from './core/authz/index.ts';
 import { Catalog } from './core/catalog/index.ts';
 import type { Sealer } from './core/crypto/index.ts';
 import type { Db } from './core/db/index.ts';
 import { registerErrorHandling } from './core/errors/index.ts';
-import { registerInputGuards, requestIdOptions, serviceDocs, type AdminToken, type PublicUrl } from './core/http/index.ts';
+import { mountApi, registerInputGuards, requestIdOptions, type AdminToken, type PublicUrl, type ServiceModule } from './core/http/index.ts';
 import type { Ingestor, RowReader, SqlAnalyzer } from './core/engine/index.ts';
 import type { BlobStore } from './core/storage/index.ts';
-import { catalogNamespaces, createAccountsService, type AccountService, type WorkspaceService } from './services/accounts/index.ts';
-import { AUTH_PREFIX, createAuthService, type AuthService } from './services/auth/index.ts';
+import { catalogNamespaces, createAccountsService, openAccountRecords, type AccountService, type WorkspaceService } from './services/accounts/index.ts';
+import { createAuthService, type AuthService } from './services/auth/index.ts';
 import { createPolicyService, type PolicyService } from './services/policy/index.ts';
 import { createJobsService, type ExternalReadOptions, type JobsService, type ResultPolicy, type WorkerPool } from './services/jobs/index.ts';
 import { createUploadService, type UploadService } from './services/upload/index.ts';
@@ -52,9 +52,9 @@ export interface AppDeps {
 
 export interface AppOptions {
   logger?: FastifyServerOptions['logger'];
-  /** Run periodic upkeep (purging workspaces past their grace window); on in `lakeport serve`. */
+  /** Run the services' periodic upkeep (purges and sweeps, every minute); on in `lakeport serve`. */
   backgroundTasks?: boolean;
-  /** Run query jobs in this process (`deps.jobs.workers` at once). */
+  /** Start the services' workers: query jobs run in this process (`deps.jobs.workers` at once). */
   workers?: boolean;
   /**
    * Fastify's `trustProxy` (`LAKEPORT_TRUST_PROXY`): which proxies' X-Forwarded-For to believe, so
@@ -63,7 +63,7 @@ export interface AppOptions {
   trustProxy?: FastifyServerOptions['trustProxy'];
 }
 
-const PURGE_INTERVAL_MS = 60_000;
+const UPKEEP_INTERVAL_MS = 60_000;
 
 /** The services behind the routes, for the CLI, background work and tests. */
 export interface LakeportServices {
@@ -95,6 +95,34 @@ const REDACTED_PATHS = [
 ];
 
 export async function buildApp(deps: AppDeps, options: AppOptions = {}): Promise<FastifyInstance> {
+  const app = await createServer(options);
+  const { auth, modules, services } = await createServices(deps, app.log);
+  // Before any service's routes, so a source guessing the admin token is held back everywhere.
+  app.addHook('onRequest', auth.adminTokenGuard);
+  await app.register(auth.rootWellKnown);
+  for (const api of modules.flatMap((m) => m.apis)) await mountApi(app, api);
+  app.decorate('lakeport', services);
+
+  if (options.workers) {
+    app.addHook('onReady', async () => {
+      for (const module of modules) await module.start?.();
+    });
+    app.addHook('onClose', async () => {
+      for (const module of modules) await module.stop?.();
+    });
+  }
+  if (options.backgroundTasks) {
+    const upkeep = setInterval(() => {
+      for (const module of modules) void module.upkeep?.();
+    }, UPKEEP_INTERVAL_MS);
+    upkeep.unref();
+    app.addHook('onClose', async () => clearInterval(upkeep));
+  }
+  return app;
+}
+
+/** Fastify with what every route shares: Zod schemas, errors, input guards, cookies, request ids and /healthz. */
+async function createServer(options: AppOptions) {
   const logger = options.logger === undefined ? false : options.logger;
   const app = Fastify({
     ...requestIdOptions,
@@ -113,7 +141,18 @@ export async function buildApp(deps: AppDeps, options: AppOptions = {}): Promise
   app.decorateRequest('principal', null);
 
   app.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }));
+  return app;
+}
 
+/**
+ * Every service, built in dependency order: a factory gets only what was built before it. The
+ * account records come first, since auth, policy, jobs and OData read accounts and workspaces
+ * while the account service itself needs auth's verifier and policy's genesis.
+ */
+async function createServices(deps: AppDeps, log: FastifyBaseLogger) {
+  const catalog = new Catalog(deps.db);
+  const authz = new Authorizer(new PolicyGrantSource(deps.db));
+  const accounts = openAccountRecords(deps.db);
   const auth = await createAuthService({
     db: deps.db,
     sealer: deps.sealer,
@@ -123,10 +162,6 @@ export async function buildApp(deps: AppDeps, options: AppOptions = {}): Promise
     refreshTokenTtlDays: deps.refreshTokenTtlDays,
     billingAccountOf: (identity) => accounts.accounts.billingAccountOf(identity),
   });
-  // Before any service's routes, so a source guessing the admin token is held back everywhere.
-  app.addHook('onRequest', auth.adminTokenGuard);
-  const authz = new Authorizer(new PolicyGrantSource(deps.db));
-  const catalog = new Catalog(deps.db);
   const policy = createPolicyService({
     db: deps.db,
     authz,
@@ -141,8 +176,8 @@ export async function buildApp(deps: AppDeps, options: AppOptions = {}): Promise
       datasets: async (workspace) => (await catalog.listDatasets(workspace)).map((d) => ({ collection: d.collection, name: d.name, kind: d.kind })),
     },
   });
-  const accounts = createAccountsService({
-    db: deps.db,
+  const accountService = createAccountsService({
+    ...accounts,
     verifier: auth.verifier,
     authz,
     namespaces: catalogNamespaces(catalog),
@@ -154,6 +189,8 @@ export async function buildApp(deps: AppDeps, options: AppOptions = {}): Promise
         await deps.blobs.deletePrefix(`lake/${workspace}/`);
       },
     },
+    genesisRoute: policy.genesisRoute('accounts'),
+    log,
   });
   const upload = createUploadService({
     db: deps.db,
@@ -163,6 +200,7 @@ export async function buildApp(deps: AppDeps, options: AppOptions = {}): Promise
     blobs: deps.blobs,
     verifier: auth.verifier,
     scratchDir: deps.scratchDir,
+    log,
   });
   const jobs = createJobsService({
     db: deps.db,
@@ -173,14 +211,14 @@ export async function buildApp(deps: AppDeps, options: AppOptions = {}): Promise
     blobs: deps.blobs,
     verifier: auth.verifier,
     scratchDir: deps.scratchDir,
-    baseUrl: () => deps.publicUrl.service('/jobs'),
+    publicUrl: deps.publicUrl,
     timeoutMs: deps.jobs.timeoutMs,
     sandbox: { memoryLimit: deps.jobs.memoryLimit, threads: deps.jobs.threads, tempDirectory: path.join(deps.scratchDir, 'spill') },
     isolation: deps.jobs.isolation ?? 'inline',
     memoryBudgetBytes: deps.jobs.memoryBudgetBytes,
     results: deps.jobs.results,
-    log: app.log,
-    worker: { concurrency: Math.max(1, deps.jobs.workers), perIdentity: deps.jobs.perIdentity ?? Math.max(1, deps.jobs.workers) },
+    log,
+    worker: { concurrency: deps.jobs.workers, perIdentity: deps.jobs.perIdentity ?? Math.max(1, deps.jobs.workers) },
     external: deps.jobs.external,
     statements: {
       policy: policy.policies,
@@ -193,22 +231,6 @@ export async function buildApp(deps: AppDeps, options: AppOptions = {}): Promise
       },
     },
   });
-  /** A service under its prefix, with its own OpenAPI document at `<prefix>/openapi.json`. */
-  const mount = (prefix: string, title: string, description: string, ...plugins: FastifyPluginAsync[]) =>
-    app.register(
-      async (service) => {
-        await serviceDocs(service, { title: `Lakeport ${title}`, description });
-        for (const plugin of plugins) await service.register(plugin);
-      },
-      { prefix },
-    );
-  await mount(AUTH_PREFIX, 'authentication service', 'OAuth 2.0 tokens, JWKS and client credentials.', auth.routes);
-  await app.register(auth.rootWellKnown);
-  await mount('/billing', 'account service (billing)', 'Accounts, members, invoices and workspaces.', accounts.billingRoutes);
-  await mount('/control', 'account service (control)', 'Accounts, members, invoices, workspaces and guards.', accounts.controlRoutes, policy.genesisRoute('accounts'));
-  await mount('/upload', 'upload service', 'Schema contracts, streamed writes and atomic commits.', upload.routes);
-  await mount('/jobs', 'query job service', 'Asynchronous SQL on DuckDB: jobs, results, downloads, variables and statement check.', jobs.routes);
-  await mount('/policy', 'access policy service', 'Access policies per workspace.', policy.routes);
   const odata = createODataService({
     catalog,
     authz,
@@ -216,39 +238,26 @@ export async function buildApp(deps: AppDeps, options: AppOptions = {}): Promise
     reader: deps.reader,
     verifier: auth.verifier,
     clients: auth.tokens,
-    baseUrl: () => deps.publicUrl.service('/odata'),
+    publicUrl: deps.publicUrl,
     workspaceActive: async (name) => {
       const record = await accounts.records.get(name);
       return record !== undefined && !record.deleted_at;
     },
     db: deps.db,
   });
-  await mount('/odata', 'OData service', 'OData v4 over every dataset the caller may read, for Power BI, Excel and scripts.', odata.routes);
 
-  app.decorate('lakeport', { auth, authz, catalog, policy: policy.policies, accounts: accounts.accounts, workspaces: accounts.workspaces, uploads: upload.uploads, jobs: jobs.jobs, workers: jobs.pool });
-  if (options.workers && deps.jobs.workers > 0) {
-    app.addHook('onReady', async () => jobs.pool.start());
-    app.addHook('onClose', async () => jobs.pool.stop());
-  }
-
-  if (options.backgroundTasks) {
-    const purge = setInterval(() => {
-      accounts.workspaces.purgeExpired().then(
-        (names) => names.length > 0 && app.log.info({ workspaces: names }, 'purged workspaces past their grace window'),
-        (error: unknown) => app.log.error({ err: error }, 'workspace purge failed'),
-      );
-      upload.uploads.sweepExpired().then(
-        (n) => n > 0 && app.log.info({ contracts: n }, 'swept expired upload contracts'),
-        (error: unknown) => app.log.error({ err: error }, 'contract sweep failed'),
-      );
-      jobs.jobs.sweepExpiredResults().then(
-        (n) => n > 0 && app.log.info({ results: n }, 'removed job results past their retention'),
-        (error: unknown) => app.log.error({ err: error }, 'result sweep failed'),
-      );
-    }, PURGE_INTERVAL_MS);
-    purge.unref();
-    app.addHook('onClose', async () => clearInterval(purge));
-  }
-
-  return app;
+  const services: LakeportServices = {
+    auth,
+    authz,
+    catalog,
+    policy: policy.policies,
+    accounts: accounts.accounts,
+    workspaces: accountService.workspaces,
+    uploads: upload.uploads,
+    jobs: jobs.jobs,
+    workers: jobs.pool,
+  };
+  // In the order their APIs are mounted.
+  const modules: ServiceModule[] = [auth, accountService, upload, jobs, policy, odata];
+  return { auth, modules, services };
 }

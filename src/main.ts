@@ -1,14 +1,14 @@
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
+import { createAppDeps } from './app-deps.ts';
 import { buildApp, type AppDeps } from './app.ts';
 import type { Config } from './config.ts';
-import { loadMasterKey, readOrCreateSecretFile, Sealer } from './core/crypto/index.ts';
+import { readOrCreateSecretFile } from './core/crypto/index.ts';
 import { migrate, openDatabase, type Db } from './core/db/index.ts';
 import { addServerPath } from './core/errors/index.ts';
-import { AdminToken, PublicUrl } from './core/http/index.ts';
-import { Ingestor, RowReader, SqlAnalyzer } from './core/engine/index.ts';
-import { createBlobStore, parseStorageUrl, sweepScratch } from './core/storage/index.ts';
+import { AdminToken } from './core/http/index.ts';
+import { parseStorageUrl, sweepScratch } from './core/storage/index.ts';
 
 export interface Runtime {
   deps: AppDeps;
@@ -30,7 +30,6 @@ export async function openRuntime(config: Config): Promise<Runtime> {
   // After the embedded database's lock is held: with it, this process alone uses the data directory.
   const leftover = await sweepScratch(path.join(config.dataDir, 'tmp'), { exclusive: !config.databaseUrl });
   if (leftover > 0) process.stdout.write(`removed ${Math.round(leftover / 2 ** 20)} MiB of scratch files left by an earlier process\n`);
-  const sealer = new Sealer(loadMasterKey(config.dataDir, config.masterKey));
   let adminToken = config.adminToken;
   let generatedAdminToken: Runtime['generatedAdminToken'];
   let adminTokenFile: string | undefined;
@@ -40,35 +39,7 @@ export async function openRuntime(config: Config): Promise<Runtime> {
     adminToken = file.value;
     if (file.created) generatedAdminToken = { token: file.value, file: adminTokenFile };
   }
-  return {
-    db,
-    generatedAdminToken,
-    adminTokenFile,
-    deps: {
-      db,
-      sealer,
-      adminToken: new AdminToken(adminToken),
-      publicUrl: new PublicUrl(config.publicUrl, config.host, config.port),
-      accessTokenTtlSeconds: config.accessTokenTtlSeconds,
-      refreshTokenTtlDays: config.refreshTokenTtlDays,
-      blobs: await createBlobStore(config),
-      ingestor: await Ingestor.create({ tempDirectory: path.join(config.dataDir, 'tmp', 'duckdb') }),
-      reader: await RowReader.create({ tempDirectory: path.join(config.dataDir, 'tmp', 'duckdb-read'), scratchDirectory: path.join(config.dataDir, 'tmp', 'read-out') }),
-      scratchDir: path.join(config.dataDir, 'tmp', 'scratch'),
-      analyzer: await SqlAnalyzer.create(),
-      jobs: {
-        timeoutMs: config.jobTimeoutSeconds * 1000,
-        workers: config.jobWorkers,
-        memoryLimit: config.jobMemoryLimit,
-        threads: config.jobThreads,
-        isolation: config.jobIsolation,
-        memoryBudgetBytes: config.jobMemoryBudgetBytes,
-        perIdentity: config.jobsPerIdentity,
-        results: { maxBytes: config.resultMaxBytes, quotaBytes: config.resultQuotaBytes, retentionMs: config.resultRetentionMs },
-        external: { stores: { s3: { endpoint: config.externalS3Endpoint } }, maxBytes: config.externalReadMaxBytes },
-      },
-    },
-  };
+  return { db, generatedAdminToken, adminTokenFile, deps: await createAppDeps(config, { db, adminToken: new AdminToken(adminToken) }) };
 }
 
 /** `lakeport worker`: runs queued query jobs (and upkeep) without serving HTTP; any number may share one PostgreSQL. */

@@ -4,12 +4,12 @@ import os from 'node:os';
 import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { inject } from 'vitest';
+import { createAppDeps } from '../src/app-deps.ts';
 import { buildApp, type AppDeps, type AppOptions } from '../src/app.ts';
-import { Sealer } from '../src/core/crypto/index.ts';
+import { loadConfig } from '../src/config.ts';
 import { migrate, openDatabase, type Db } from '../src/core/db/index.ts';
-import { AdminToken, PublicUrl } from '../src/core/http/index.ts';
+import { AdminToken } from '../src/core/http/index.ts';
 import { Ingestor, RowReader, SqlAnalyzer } from '../src/core/engine/index.ts';
-import { LocalBlobStore } from '../src/core/storage/index.ts';
 import { createDatabaseBeside } from './pg-database.ts';
 
 /** Where the suite keeps metadata: PostgreSQL when DATABASE_URL is set (CI runs both), else PGlite in memory. */
@@ -92,21 +92,20 @@ export async function createTestApp(overrides: Partial<AppDeps> = {}, options: {
   const { db, dispose } = await createTestDb();
   const lakeDir = tempDir('lakeport-lake-');
   const adminToken = `test-admin-${crypto.randomBytes(12).toString('hex')}`;
-  const deps: AppDeps = {
-    db,
-    sealer: new Sealer(crypto.randomBytes(32)),
-    adminToken: new AdminToken(adminToken),
-    publicUrl: new PublicUrl(TEST_PUBLIC_URL, '127.0.0.1', 0),
-    accessTokenTtlSeconds: 900,
-    refreshTokenTtlDays: 30,
-    blobs: new LocalBlobStore(lakeDir.dir),
-    ingestor: await sharedIngestor(),
-    reader: await sharedReader(),
-    scratchDir: path.join(lakeDir.dir, 'tmp'),
-    analyzer: await sharedAnalyzer(),
-    jobs: { timeoutMs: 30_000, workers: 4, memoryLimit: '256MB', threads: 1 },
-    ...overrides,
-  };
+  // The lake, scratch space and master key in a temporary data directory; small job settings, queries run inline.
+  const config = loadConfig({
+    LAKEPORT_DATA_DIR: lakeDir.dir,
+    LAKEPORT_PUBLIC_URL: TEST_PUBLIC_URL,
+    PORT: '0',
+    LAKEPORT_MASTER_KEY: crypto.randomBytes(32).toString('base64'),
+    LAKEPORT_JOB_TIMEOUT_SECONDS: '30',
+    LAKEPORT_JOB_WORKERS: '4',
+    LAKEPORT_JOBS_PER_IDENTITY: '4',
+    LAKEPORT_JOB_MEMORY_LIMIT: '256MB',
+    LAKEPORT_JOB_THREADS: '1',
+    LAKEPORT_JOB_ISOLATION: 'inline',
+  });
+  const deps = await createAppDeps(config, { db, adminToken: new AdminToken(adminToken), ingestor: await sharedIngestor(), reader: await sharedReader(), analyzer: await sharedAnalyzer(), ...overrides });
   const app = await buildApp(deps, { workers: options.workers ?? true, logger: options.logger, trustProxy: options.trustProxy });
   await app.ready();
   return {

@@ -11,6 +11,7 @@ export {
 export { queryBoolean } from './params.ts';
 export { requestIdOptions } from './request-id.ts';
 export { serviceDocs } from './openapi.ts';
+export { mountApi, serviceModule, type ServiceApi, type ServiceModule } from './service-module.ts';
 export { AdminToken, ADMIN_TOKEN_HEADER } from './admin-token.ts';
 export { PublicUrl } from './public-url.ts';
 export { Identity, IDENTITY_REGEX, WorkspaceName } from './schemas.ts';

@@ -1,8 +1,8 @@
-import type { FastifyPluginAsync } from 'fastify';
+import type { FastifyBaseLogger, FastifyPluginAsync } from 'fastify';
 import type { Authorizer } from '../../core/authz/index.ts';
 import type { Catalog } from '../../core/catalog/index.ts';
 import type { Db } from '../../core/db/index.ts';
-import type { TokenVerifier } from '../../core/http/index.ts';
+import { serviceModule, type TokenVerifier } from '../../core/http/index.ts';
 import { accountRoutes } from './account-routes.ts';
 import { AccountService } from './account-service.ts';
 import { WorkspaceRepo } from './workspace-repo.ts';
@@ -23,19 +23,30 @@ export function catalogNamespaces(catalog: Catalog): NamespacePort {
   };
 }
 
-export interface AccountsOptions {
-  db: Db;
+/**
+ * The account service's records, opened before the services that read them (auth: billing
+ * accounts; policy, jobs and OData: workspaces) and handed to createAccountsService after them.
+ */
+export function openAccountRecords(db: Db) {
+  return { accounts: new AccountService(db), records: new WorkspaceRepo(db) };
+}
+
+export type AccountRecords = ReturnType<typeof openAccountRecords>;
+
+export interface AccountsOptions extends AccountRecords {
   verifier: TokenVerifier;
   authz: Authorizer;
   namespaces: NamespacePort;
   genesis: GenesisPort;
   lake: LakeFiles;
+  /** The policy service's genesis endpoint, served on /control as well. */
+  genesisRoute: FastifyPluginAsync;
+  log: FastifyBaseLogger;
 }
 
 /** The account service: accounts, members and invoices on both prefixes, plus each prefix's workspace routes. */
 export function createAccountsService(options: AccountsOptions) {
-  const accounts = new AccountService(options.db);
-  const records = new WorkspaceRepo(options.db);
+  const { accounts, records, log } = options;
   const workspaces = new WorkspaceService({
     accounts,
     records,
@@ -51,5 +62,18 @@ export function createAccountsService(options: AccountsOptions) {
       await app.register(common);
       await app.register(workspaceRoutes({ workspaces, verifier: options.verifier }, flavor));
     };
-  return { accounts, workspaces, records, billingRoutes: routesFor('billing'), controlRoutes: routesFor('control') };
+  return serviceModule({
+    accounts,
+    workspaces,
+    records,
+    apis: [
+      { prefix: '/billing', title: 'account service (billing)', description: 'Accounts, members, invoices and workspaces.', routes: [routesFor('billing')] },
+      { prefix: '/control', title: 'account service (control)', description: 'Accounts, members, invoices, workspaces and guards.', routes: [routesFor('control'), options.genesisRoute] },
+    ],
+    upkeep: () =>
+      workspaces.purgeExpired().then(
+        (names) => void (names.length > 0 && log.info({ workspaces: names }, 'purged workspaces past their grace window')),
+        (error: unknown) => log.error({ err: error }, 'workspace purge failed'),
+      ),
+  });
 }

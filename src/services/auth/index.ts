@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { Sealer } from '../../core/crypto/index.ts';
 import type { Db } from '../../core/db/index.ts';
-import type { AdminToken, PublicUrl } from '../../core/http/index.ts';
+import { serviceModule, type AdminToken, type PublicUrl } from '../../core/http/index.ts';
 import { CredentialService } from './credentials.ts';
 import { SigningKeyStore } from './keys.ts';
 import { AuthRepo } from './repo.ts';
@@ -24,7 +24,10 @@ export interface AuthServiceOptions {
   billingAccountOf?: (identity: string) => Promise<string | null>;
 }
 
-/** The authentication service: its parts, for other services and the CLI, and its routes. */
+/**
+ * The authentication service: its parts, for other services and the CLI, and its API. Two pieces
+ * belong to the app as a whole: the admin token guard and the RFC 8414 documents outside /auth.
+ */
 export async function createAuthService(options: AuthServiceOptions) {
   const repo = new AuthRepo(options.db);
   // A rotated-out key stays published for a token lifetime plus five minutes of slack.
@@ -55,7 +58,15 @@ export async function createAuthService(options: AuthServiceOptions) {
   };
   /** An onRequest hook for the whole app: throttles bad x-admin-token headers per source address. */
   const adminTokenGuard = adminTokenThrottle(options.adminToken, throttle);
-  return { keys, verifier, tokens, credentials, routes, rootWellKnown, adminTokenGuard };
+  return serviceModule({
+    keys,
+    verifier,
+    tokens,
+    credentials,
+    rootWellKnown,
+    adminTokenGuard,
+    apis: [{ prefix: AUTH_PREFIX, title: 'authentication service', description: 'OAuth 2.0 tokens, JWKS and client credentials.', routes: [routes] }],
+  });
 }
 
 export type AuthService = Awaited<ReturnType<typeof createAuthService>>;

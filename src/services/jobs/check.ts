@@ -5,7 +5,7 @@ import { scrubServerPaths } from '../../core/errors/index.ts';
 import type { Authorizer } from '../../core/authz/index.ts';
 import type { JobRepo } from './repo.ts';
 import type { QueryPlanner } from './planner.ts';
-import type { ParamValue } from './service.ts';
+import type { ParamValue } from './types.ts';
 import type { LakeportStatements } from './statements/index.ts';
 
 /**

@@ -1,9 +1,10 @@
 import path from 'node:path';
+import type { FastifyBaseLogger } from 'fastify';
 import type { Authorizer, Principal } from '../../core/authz/index.ts';
 import type { Catalog } from '../../core/catalog/index.ts';
 import type { Db } from '../../core/db/index.ts';
 import { InlineQueryEngine, parseSize, ProcessQueryEngine, tokenizeSql, type EngineOptions, type Ingestor, type QueryEngine, type SandboxOptions, type SqlAnalyzer } from '../../core/engine/index.ts';
-import type { TokenVerifier } from '../../core/http/index.ts';
+import { serviceModule, type PublicUrl, type TokenVerifier } from '../../core/http/index.ts';
 import type { BlobStore } from '../../core/storage/index.ts';
 import { AppError } from '../../core/errors/index.ts';
 import { QueryChecker } from './check.ts';
@@ -15,7 +16,7 @@ import { SandboxJobRunner, type JobEngines } from './runner.ts';
 import { JobsService } from './service.ts';
 import { LakeportStatements, SecretStore, type StatementOptions } from './statements/index.ts';
 import { placeOf } from './statements/errors.ts';
-import { DEFAULT_WORKER_OPTIONS, WorkerPool, type WorkerLog, type WorkerOptions } from './worker.ts';
+import { DEFAULT_WORKER_OPTIONS, WorkerPool, type WorkerOptions } from './worker.ts';
 
 export { JobsService } from './service.ts';
 export { WorkerPool, DEFAULT_WORKER_OPTIONS, type WorkerOptions } from './worker.ts';
@@ -32,7 +33,7 @@ export interface JobsOptions {
   blobs: BlobStore;
   verifier: TokenVerifier;
   scratchDir: string;
-  baseUrl: () => string;
+  publicUrl: PublicUrl;
   timeoutMs: number;
   sandbox: SandboxOptions;
   /** Where queries run: a child process, or this one. */
@@ -40,7 +41,8 @@ export interface JobsOptions {
   /** Memory of all job queries together (process isolation): the child's data limit. */
   memoryBudgetBytes?: number;
   results?: Partial<ResultPolicy>;
-  log?: WorkerLog;
+  log: FastifyBaseLogger;
+  /** The worker pool; `concurrency: 0` runs no jobs in this process. */
   worker?: Partial<WorkerOptions>;
   /** What CREATE SECRET, GRANT, REVOKE, CREATE/DROP TAG and ALTER WORKSPACE need. */
   statements: StatementOptions;
@@ -48,18 +50,24 @@ export interface JobsOptions {
   external?: ExternalReadOptions;
 }
 
-/** The query job service: its HTTP routes and the worker pool that runs jobs (started by the caller). */
+const PREFIX = '/jobs';
+
+/** The query job service: its API, and the worker pool that runs jobs (the module's start and stop). */
 export function createJobsService(options: JobsOptions) {
+  const { log } = options;
   const repo = new JobRepo(options.db);
   const secrets = new SecretStore(options.db, options.statements.sealer);
   const planner = new QueryPlanner(options.analyzer, options.catalog, options.authz, options.blobs, new ExternalReadPlanner(secrets, options.authz));
   const external = { fetcher: new ExternalFetcher(secrets, options.external), directory: path.join(options.scratchDir, 'external') };
-  const workerOptions = { ...DEFAULT_WORKER_OPTIONS, ...options.worker };
+  const worker = { ...DEFAULT_WORKER_OPTIONS, ...options.worker };
+  const runsJobs = worker.concurrency > 0;
+  // Without workers the pool only follows jobs that other processes run; the engines are sized for one.
+  const workerOptions = { ...worker, concurrency: Math.max(1, worker.concurrency) };
   const results = { ...DEFAULT_RESULT_POLICY, ...options.results };
   const engines = jobEngines(options, workerOptions.concurrency);
   const limits = { perJob: results.maxBytes, perIdentity: results.quotaBytes, retainedBy: (owner: string) => repo.retainedResultBytes(owner) };
   const runner = new SandboxJobRunner(planner, options.blobs, engines, limits, external);
-  const pool = new WorkerPool(repo, runner, workerOptions, options.log);
+  const pool = new WorkerPool(repo, runner, workerOptions, log);
   const statements = new LakeportStatements({ ...options.statements, db: options.db, authz: options.authz, catalog: options.catalog, repo, blobs: options.blobs, timeoutMs: options.timeoutMs });
   const refuseExternalReads = async (caller: Principal, sqlText: string) => {
     const refusal = await planner.refuseExternalReads(caller, sqlText);
@@ -73,7 +81,7 @@ export function createJobsService(options: JobsOptions) {
     ingestor: options.ingestor,
     blobs: options.blobs,
     scratchDir: options.scratchDir,
-    baseUrl: options.baseUrl,
+    baseUrl: () => options.publicUrl.service(PREFIX),
     timeoutMs: options.timeoutMs,
     statements,
     refuseExternalReads,
@@ -81,7 +89,30 @@ export function createJobsService(options: JobsOptions) {
     resultRetentionMs: results.retentionMs,
   });
   const checker = new QueryChecker(planner, repo, options.catalog, options.authz, statements);
-  return { jobs, pool, statements, routes: jobRoutes({ jobs, checker, verifier: options.verifier }) };
+  return serviceModule({
+    jobs,
+    pool,
+    statements,
+    apis: [
+      {
+        prefix: PREFIX,
+        title: 'query job service',
+        description: 'Asynchronous SQL on DuckDB: jobs, results, downloads, variables and statement check.',
+        routes: [jobRoutes({ jobs, checker, verifier: options.verifier })],
+      },
+    ],
+    start: async () => {
+      if (runsJobs) pool.start();
+    },
+    stop: async () => {
+      if (runsJobs) await pool.stop();
+    },
+    upkeep: () =>
+      jobs.sweepExpiredResults().then(
+        (n) => void (n > 0 && log.info({ results: n }, 'removed job results past their retention')),
+        (error: unknown) => log.error({ err: error }, 'result sweep failed'),
+      ),
+  });
 }
 
 export interface ResultPolicy {

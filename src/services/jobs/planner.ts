@@ -7,7 +7,7 @@ import type { SandboxView } from '../../core/engine/index.ts';
 import { AppError, scrubServerPaths } from '../../core/errors/index.ts';
 import type { BlobStore } from '../../core/storage/index.ts';
 import { EXTERNAL_READERS, ExternalReadRefusal, renderRead, type ExternalRead, type ExternalReadPlanner } from './external/index.ts';
-import type { ParamValue } from './service.ts';
+import type { ParamValue } from './types.ts';
 
 /** A statement ready for the sandbox: the SQL to run, its bound values, and the views it reads. */
 export interface PreparedQuery {

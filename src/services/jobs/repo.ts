@@ -1,6 +1,6 @@
 import { sql, type InsertObject, type Insertable, type Selectable } from 'kysely';
 import type { Database, Db, JobError, JobsTable, VariablesTable } from '../../core/db/index.ts';
-import type { ParamValue } from './service.ts';
+import type { ParamValue } from './types.ts';
 
 export type JobRow = Selectable<JobsTable>;
 /** What a finish changes on a job's row. */

@@ -9,9 +9,8 @@ import { AppError, RequestValidationError, scrubServerPaths } from '../../core/e
 import type { BlobStore } from '../../core/storage/index.ts';
 import type { JobRepo, JobRow } from './repo.ts';
 import type { LakeportStatements } from './statements/index.ts';
+import type { ParamValue } from './types.ts';
 import type { WorkerPool } from './worker.ts';
-
-export type ParamValue = string | number | boolean | null;
 
 export interface JobsDeps {
   repo: JobRepo;

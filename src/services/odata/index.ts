@@ -2,7 +2,7 @@ import type { Authorizer } from '../../core/authz/index.ts';
 import type { Catalog } from '../../core/catalog/index.ts';
 import type { RowReader } from '../../core/engine/index.ts';
 import type { Db } from '../../core/db/index.ts';
-import type { TokenVerifier } from '../../core/http/index.ts';
+import { serviceModule, type PublicUrl, type TokenVerifier } from '../../core/http/index.ts';
 import type { BlobStore } from '../../core/storage/index.ts';
 import type { ClientAuthenticator } from './auth.ts';
 import { RangeCursors } from './cursor.ts';
@@ -21,13 +21,27 @@ export interface ODataOptions {
   reader: RowReader;
   verifier: TokenVerifier;
   clients: ClientAuthenticator;
-  baseUrl: () => string;
+  publicUrl: PublicUrl;
   workspaceActive(name: string): Promise<boolean>;
   db: Db;
 }
 
+const PREFIX = '/odata';
+
 /** The OData v4 service: datasets as entity sets, for BI tools and OData clients. */
 export function createODataService(options: ODataOptions) {
+  const baseUrl = () => options.publicUrl.service(PREFIX);
   const odata = new ODataService({ ...options, access: new DatasetAccessLookup(options.db) });
-  return { odata, routes: odataRoutes({ odata, verifier: options.verifier, clients: options.clients, baseUrl: options.baseUrl, pages: new RowPages({ odata, readAhead: new ReadAhead(), cursors: new RangeCursors() }) }) };
+  const pages = new RowPages({ odata, readAhead: new ReadAhead(), cursors: new RangeCursors() });
+  return serviceModule({
+    odata,
+    apis: [
+      {
+        prefix: PREFIX,
+        title: 'OData service',
+        description: 'OData v4 over every dataset the caller may read, for Power BI, Excel and scripts.',
+        routes: [odataRoutes({ odata, verifier: options.verifier, clients: options.clients, baseUrl, pages })],
+      },
+    ],
+  });
 }

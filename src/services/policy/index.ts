@@ -1,6 +1,6 @@
 import type { Authorizer } from '../../core/authz/index.ts';
 import type { Db } from '../../core/db/index.ts';
-import type { AdminToken, TokenVerifier } from '../../core/http/index.ts';
+import { serviceModule, type AdminToken, type TokenVerifier } from '../../core/http/index.ts';
 import { genesisRoute, policyRoutes } from './routes.ts';
 import { PolicyService, type PolicyDirectory } from './service.ts';
 
@@ -18,5 +18,9 @@ export interface PolicyOptions {
 export function createPolicyService(options: PolicyOptions) {
   const policies = new PolicyService(options.db, options.authz, options.directory);
   const deps = { policies, verifier: options.verifier, adminToken: options.adminToken };
-  return { policies, routes: policyRoutes(deps), genesisRoute: (scope: string) => genesisRoute(deps, scope) };
+  return serviceModule({
+    policies,
+    genesisRoute: (scope: string) => genesisRoute(deps, scope),
+    apis: [{ prefix: '/policy', title: 'access policy service', description: 'Access policies per workspace.', routes: [policyRoutes(deps)] }],
+  });
 }

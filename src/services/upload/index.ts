@@ -2,7 +2,8 @@ import type { Authorizer } from '../../core/authz/index.ts';
 import type { Catalog } from '../../core/catalog/index.ts';
 import type { Db } from '../../core/db/index.ts';
 import type { Ingestor } from '../../core/engine/index.ts';
-import type { TokenVerifier } from '../../core/http/index.ts';
+import type { FastifyBaseLogger } from 'fastify';
+import { serviceModule, type TokenVerifier } from '../../core/http/index.ts';
 import type { BlobStore } from '../../core/storage/index.ts';
 import { UploadRepo } from './repo.ts';
 import { uploadRoutes } from './routes.ts';
@@ -19,9 +20,27 @@ export interface UploadOptions {
   verifier: TokenVerifier;
   scratchDir: string;
   limits?: Partial<UploadLimits>;
+  log: FastifyBaseLogger;
 }
 
+/** The upload service: schema contracts, streamed writes and commits; its upkeep sweeps expired contracts. */
 export function createUploadService(options: UploadOptions) {
+  const { log } = options;
   const uploads = new UploadService({ ...options, repo: new UploadRepo(options.db) });
-  return { uploads, routes: uploadRoutes({ uploads, verifier: options.verifier, scratchDir: options.scratchDir }) };
+  return serviceModule({
+    uploads,
+    apis: [
+      {
+        prefix: '/upload',
+        title: 'upload service',
+        description: 'Schema contracts, streamed writes and atomic commits.',
+        routes: [uploadRoutes({ uploads, verifier: options.verifier, scratchDir: options.scratchDir })],
+      },
+    ],
+    upkeep: () =>
+      uploads.sweepExpired().then(
+        (n) => void (n > 0 && log.info({ contracts: n }, 'swept expired upload contracts')),
+        (error: unknown) => log.error({ err: error }, 'contract sweep failed'),
+      ),
+  });
 }

@@ -3,7 +3,7 @@ import type { Catalog, Dataset, SnapshotSelector } from '../../../core/catalog/i
 import type { Db } from '../../../core/db/index.ts';
 import { AppError } from '../../../core/errors/index.ts';
 import type { PolicyService } from '../../policy/index.ts';
-import type { ParamValue } from '../service.ts';
+import type { ParamValue } from '../types.ts';
 import { StatementError, type Span } from './errors.ts';
 import type { AlterWorkspace, CreateSecret, CreateTag, DropTag, GrantStatement, LakeportStatement } from './parser.ts';
 import type { SecretStore } from './secret-store.ts';

@@ -7,7 +7,7 @@ import { quoteString } from '../../../core/engine/index.ts';
 import type { BlobStore } from '../../../core/storage/index.ts';
 import type { PolicyService } from '../../policy/index.ts';
 import type { JobRepo, JobRow } from '../repo.ts';
-import type { ParamValue } from '../service.ts';
+import type { ParamValue } from '../types.ts';
 import { placeOf, StatementError, toHttpError } from './errors.ts';
 import { StatementExecutor, type WorkspaceDirectory } from './executor.ts';
 import { isLakeportText, parseStatement, redactedSecretText, type LakeportStatement } from './parser.ts';
