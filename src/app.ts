@@ -96,10 +96,10 @@ const REDACTED_PATHS = [
 
 export async function buildApp(deps: AppDeps, options: AppOptions = {}): Promise<FastifyInstance> {
   const app = await createServer(options);
-  const { auth, modules, services } = await createServices(deps, app.log);
+  const { services, modules } = await createServices(deps, app.log);
   // Before any service's routes, so a source guessing the admin token is held back everywhere.
-  app.addHook('onRequest', auth.adminTokenGuard);
-  await app.register(auth.rootWellKnown);
+  app.addHook('onRequest', services.auth.adminTokenGuard);
+  await app.register(services.auth.rootWellKnown);
   for (const api of modules.flatMap((m) => m.apis)) await mountApi(app, api);
   app.decorate('lakeport', services);
 
@@ -259,5 +259,5 @@ async function createServices(deps: AppDeps, log: FastifyBaseLogger) {
   };
   // In the order their APIs are mounted.
   const modules: ServiceModule[] = [auth, accountService, upload, jobs, policy, odata];
-  return { auth, modules, services };
+  return { services, modules };
 }
