@@ -3,7 +3,7 @@ import cookie from '@fastify/cookie';
 import formbody from '@fastify/formbody';
 import Fastify, { type FastifyInstance, type FastifyPluginAsync, type FastifyServerOptions } from 'fastify';
 import { serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
-import { Authorizer, PolicyGrantSource } from './core/authz/index.ts';
+import { Authorizer } from './core/authz/index.ts';
 import { Catalog } from './core/catalog/index.ts';
 import type { Sealer } from './core/crypto/index.ts';
 import type { Db } from './core/db/index.ts';
@@ -13,7 +13,7 @@ import type { Ingestor, RowReader, SqlAnalyzer } from './core/engine/index.ts';
 import type { BlobStore } from './core/storage/index.ts';
 import { catalogNamespaces, createAccountsService, type AccountService, type WorkspaceService } from './services/accounts/index.ts';
 import { AUTH_PREFIX, createAuthService, type AuthService } from './services/auth/index.ts';
-import { createPolicyService, type PolicyService } from './services/policy/index.ts';
+import { createPolicyService, PolicyStore, type PolicyService } from './services/policy/index.ts';
 import { createJobsService, type ExternalReadOptions, type JobsService, type ResultPolicy, type WorkerPool } from './services/jobs/index.ts';
 import { createUploadService, type UploadService } from './services/upload/index.ts';
 import { createODataService } from './services/odata/index.ts';
@@ -125,22 +125,9 @@ export async function buildApp(deps: AppDeps, options: AppOptions = {}): Promise
   });
   // Before any service's routes, so a source guessing the admin token is held back everywhere.
   app.addHook('onRequest', auth.adminTokenGuard);
-  const authz = new Authorizer(new PolicyGrantSource(deps.db));
+  const policyStore = new PolicyStore(deps.db);
+  const authz = new Authorizer(policyStore);
   const catalog = new Catalog(deps.db);
-  const policy = createPolicyService({
-    db: deps.db,
-    authz,
-    verifier: auth.verifier,
-    adminToken: deps.adminToken,
-    directory: {
-      workspace: async (name) => {
-        const record = await accounts.records.get(name);
-        return record && !record.deleted_at ? { billingAccount: record.billing_account } : undefined;
-      },
-      isActiveBillingAdmin: (identity, accountId) => accounts.accounts.isActiveBillingAdmin(identity, accountId),
-      datasets: async (workspace) => (await catalog.listDatasets(workspace)).map((d) => ({ collection: d.collection, name: d.name, kind: d.kind })),
-    },
-  });
   const accounts = createAccountsService({
     db: deps.db,
     verifier: auth.verifier,
@@ -148,11 +135,23 @@ export async function buildApp(deps: AppDeps, options: AppOptions = {}): Promise
     namespaces: catalogNamespaces(catalog),
     genesis: async (workspace, grants, caller) =>
       void (await policy.policies.genesis({ kind: 'identity', identity: caller.identity }, workspace, grants)),
+    purgePolicies: (workspace) => policyStore.removeWorkspace(workspace),
     lake: {
       removeWorkspace: async (workspace, files) => {
         for (const key of files) await deps.blobs.delete(key);
         await deps.blobs.deletePrefix(`lake/${workspace}/`);
       },
+    },
+  });
+  const policy = createPolicyService({
+    store: policyStore,
+    authz,
+    workspaces: accounts.directory,
+    verifier: auth.verifier,
+    adminToken: deps.adminToken,
+    directory: {
+      isActiveBillingAdmin: (identity, accountId) => accounts.accounts.isActiveBillingAdmin(identity, accountId),
+      datasets: async (workspace) => (await catalog.listDatasets(workspace)).map((d) => ({ collection: d.collection, name: d.name, kind: d.kind })),
     },
   });
   const upload = createUploadService({
@@ -183,14 +182,9 @@ export async function buildApp(deps: AppDeps, options: AppOptions = {}): Promise
     worker: { concurrency: Math.max(1, deps.jobs.workers), perIdentity: deps.jobs.perIdentity ?? Math.max(1, deps.jobs.workers) },
     external: deps.jobs.external,
     statements: {
-      policy: policy.policies,
+      policies: policy.policies.planner,
+      workspaces: accounts.directory,
       sealer: deps.sealer,
-      directory: {
-        workspace: async (name) => {
-          const record = await accounts.records.get(name);
-          return record && { billingAccount: record.billing_account, deleted: record.deleted_at !== null };
-        },
-      },
     },
   });
   /** A service under its prefix, with its own OpenAPI document at `<prefix>/openapi.json`. */
@@ -217,11 +211,9 @@ export async function buildApp(deps: AppDeps, options: AppOptions = {}): Promise
     verifier: auth.verifier,
     clients: auth.tokens,
     baseUrl: () => deps.publicUrl.service('/odata'),
-    workspaceActive: async (name) => {
-      const record = await accounts.records.get(name);
-      return record !== undefined && !record.deleted_at;
-    },
-    db: deps.db,
+    grants: policyStore,
+    workspaces: accounts.directory,
+    changes: deps.db.changes,
   });
   await mount('/odata', 'OData service', 'OData v4 over every dataset the caller may read, for Power BI, Excel and scripts.', odata.routes);
 

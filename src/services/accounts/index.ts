@@ -6,12 +6,14 @@ import type { TokenVerifier } from '../../core/http/index.ts';
 import { accountRoutes } from './account-routes.ts';
 import { AccountService } from './account-service.ts';
 import { WorkspaceRepo } from './workspace-repo.ts';
+import type { WorkspaceDirectory } from './workspace-directory.ts';
 import { workspaceRoutes } from './workspace-routes.ts';
-import { WorkspaceService, type GenesisPort, type LakeFiles, type NamespacePort } from './workspace-service.ts';
+import { WorkspaceService, type GenesisPort, type LakeFiles, type NamespacePort, type PolicyPurgePort } from './workspace-service.ts';
 
 export { AccountService } from './account-service.ts';
 export { WorkspaceRepo } from './workspace-repo.ts';
-export { WorkspaceService, GRACE_MS, type Guards, type NamespacePort, type GenesisPort, type LakeFiles } from './workspace-service.ts';
+export { WorkspaceService, GRACE_MS, type Guards, type NamespacePort, type GenesisPort, type PolicyPurgePort, type LakeFiles } from './workspace-service.ts';
+export { requireLiveWorkspace, type WorkspaceDirectory, type WorkspaceEntry } from './workspace-directory.ts';
 
 /** The catalog as the account service sees a workspace's namespace. */
 export function catalogNamespaces(catalog: Catalog): NamespacePort {
@@ -29,10 +31,14 @@ export interface AccountsOptions {
   authz: Authorizer;
   namespaces: NamespacePort;
   genesis: GenesisPort;
+  purgePolicies: PolicyPurgePort;
   lake: LakeFiles;
 }
 
-/** The account service: accounts, members and invoices on both prefixes, plus each prefix's workspace routes. */
+/**
+ * The account service: accounts, members and invoices on both prefixes, plus each prefix's workspace
+ * routes; `directory` answers other modules whether a workspace exists and is live.
+ */
 export function createAccountsService(options: AccountsOptions) {
   const accounts = new AccountService(options.db);
   const records = new WorkspaceRepo(options.db);
@@ -41,6 +47,7 @@ export function createAccountsService(options: AccountsOptions) {
     records,
     namespaces: options.namespaces,
     genesis: options.genesis,
+    purgePolicies: options.purgePolicies,
     authz: options.authz,
     files: options.lake,
   });
@@ -51,5 +58,6 @@ export function createAccountsService(options: AccountsOptions) {
       await app.register(common);
       await app.register(workspaceRoutes({ workspaces, verifier: options.verifier }, flavor));
     };
-  return { accounts, workspaces, records, billingRoutes: routesFor('billing'), controlRoutes: routesFor('control') };
+  const directory: WorkspaceDirectory = records;
+  return { accounts, workspaces, directory, billingRoutes: routesFor('billing'), controlRoutes: routesFor('control') };
 }

@@ -1,9 +1,9 @@
-import type { Authorizer } from '../../core/authz/index.ts';
+import type { Authorizer, GrantSource } from '../../core/authz/index.ts';
 import type { Catalog } from '../../core/catalog/index.ts';
 import type { RowReader } from '../../core/engine/index.ts';
-import type { Db } from '../../core/db/index.ts';
 import type { TokenVerifier } from '../../core/http/index.ts';
 import type { BlobStore } from '../../core/storage/index.ts';
+import type { WorkspaceDirectory } from '../accounts/index.ts';
 import type { ClientAuthenticator } from './auth.ts';
 import { RangeCursors } from './cursor.ts';
 import { DatasetAccessLookup } from './lookup.ts';
@@ -22,12 +22,16 @@ export interface ODataOptions {
   verifier: TokenVerifier;
   clients: ClientAuthenticator;
   baseUrl: () => string;
-  workspaceActive(name: string): Promise<boolean>;
-  db: Db;
+  /** The policy module's grants, read with every page (see DatasetAccessLookup). */
+  grants: GrantSource;
+  workspaces: WorkspaceDirectory;
+  /** Db.changes: lets a page's access lookup be kept while nothing was written. */
+  changes?: () => number;
 }
 
 /** The OData v4 service: datasets as entity sets, for BI tools and OData clients. */
 export function createODataService(options: ODataOptions) {
-  const odata = new ODataService({ ...options, access: new DatasetAccessLookup(options.db) });
+  const { grants, catalog, workspaces, changes } = options;
+  const odata = new ODataService({ ...options, access: new DatasetAccessLookup({ grants, catalog, workspaces, changes }) });
   return { odata, routes: odataRoutes({ odata, verifier: options.verifier, clients: options.clients, baseUrl: options.baseUrl, pages: new RowPages({ odata, readAhead: new ReadAhead(), cursors: new RangeCursors() }) }) };
 }
