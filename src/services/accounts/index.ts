@@ -13,7 +13,7 @@ import { WorkspaceService, type GenesisPort, type LakeFiles, type NamespacePort,
 export { AccountService } from './account-service.ts';
 export { WorkspaceRepo } from './workspace-repo.ts';
 export { WorkspaceService, GRACE_MS, type Guards, type NamespacePort, type GenesisPort, type PolicyPurgePort, type LakeFiles } from './workspace-service.ts';
-export { requireLiveWorkspace, type WorkspaceDirectory, type WorkspaceEntry } from './workspace-directory.ts';
+export { assertLive, requireLiveWorkspace, type WorkspaceDirectory, type WorkspaceEntry } from './workspace-directory.ts';
 
 /** The catalog as the account service sees a workspace's namespace. */
 export function catalogNamespaces(catalog: Catalog): NamespacePort {

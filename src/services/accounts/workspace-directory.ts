@@ -13,10 +13,15 @@ export interface WorkspaceDirectory {
   find(name: string): Promise<WorkspaceEntry | undefined>;
 }
 
+/** Throws 409 `WORKSPACE_DELETED` unless the workspace is live. */
+export function assertLive(entry: WorkspaceEntry): void {
+  if (!entry.live) throw AppError.conflict(`Workspace '${entry.name}' is deleted; restore it first`, 'WORKSPACE_DELETED');
+}
+
 /** The workspace, which must exist (404 `WORKSPACE_NOT_FOUND`) and be live (409 `WORKSPACE_DELETED`). */
 export async function requireLiveWorkspace(directory: WorkspaceDirectory, name: string): Promise<WorkspaceEntry> {
   const entry = await directory.find(name);
   if (!entry) throw AppError.notFound(`Workspace '${name}' does not exist`, 'WORKSPACE_NOT_FOUND');
-  if (!entry.live) throw AppError.conflict(`Workspace '${name}' is deleted; restore it first`, 'WORKSPACE_DELETED');
+  assertLive(entry);
   return entry;
 }

@@ -1,7 +1,7 @@
 import { formatPattern, type Authorizer, type Principal, type Resource } from '../../../core/authz/index.ts';
 import type { Catalog, Dataset, SnapshotSelector } from '../../../core/catalog/index.ts';
 import { AppError } from '../../../core/errors/index.ts';
-import { requireLiveWorkspace, type WorkspaceDirectory } from '../../accounts/index.ts';
+import { assertLive, requireLiveWorkspace, type WorkspaceDirectory } from '../../accounts/index.ts';
 import type { PolicyChange, PolicyPlan, PolicyPlanner, PolicyRow } from '../../policy/index.ts';
 import type { ParamValue } from '../service.ts';
 import { StatementError, type Span } from './errors.ts';
@@ -67,7 +67,6 @@ export class StatementExecutor {
     }
   }
 
-
   private async requireNamespace(workspace: string, span: Span) {
     const namespace = await this.deps.catalog.findNamespace(workspace);
     if (!namespace) throw new StatementError('WORKSPACE_NOT_FOUND', `Workspace '${workspace}' does not exist`, span, 404);
@@ -93,7 +92,6 @@ export class StatementExecutor {
     }
     await this.requireNamespace(workspace, s.workspace);
     const record = await this.deps.workspaces.find(workspace);
-    if (record && !record.live) await this.at(s.workspace, () => requireLiveWorkspace(this.deps.workspaces, workspace));
     if (!record) {
       throw new StatementError(
         'NO_BILLING_ACCOUNT',
@@ -102,6 +100,7 @@ export class StatementExecutor {
         409,
       );
     }
+    await this.at(s.workspace, async () => assertLive(record));
     const spans = Object.fromEntries(s.options.map((o) => [o.key.value, o.value]));
     await checkSecretValues(spec.type, values, spans, this.deps.resolveHost);
 
