@@ -100,37 +100,40 @@ describe('dry run on the policy API', () => {
   });
 });
 
+/** One refusal, through HTTP (dry and real) and SQL (check and submit): the same status and code every way. */
+async function refusedAlike(user: TestUser, http: { method: string; url: string; body?: unknown }, sql: string, expected: [number, string]) {
+  for (const url of [`${http.url}?dry_run=true`, http.url]) {
+    const res = await user.request(http.method, url, http.body);
+    expect([res.statusCode, res.json().code], `${http.method} ${url}`).toEqual(expected);
+  }
+  expect(await viaSql(user, sql)).toEqual({ status: expected[0], code: expected[1] });
+}
+
 describe('the rules hold alike through HTTP and SQL GRANT/REVOKE', () => {
-  it('LAST_OWNER', async () => {
-    const own = (await policyOf('alice'))!;
-    const http = await alice.request('DELETE', `${P}/policies/${own.policy_id}`);
-    expect([http.statusCode, http.json().code]).toEqual([409, 'LAST_OWNER']);
-    expect(await viaSql(alice, 'REVOKE owner ON plan.* FROM alice')).toEqual({ status: 409, code: 'LAST_OWNER' });
+  const deleteOwn = async () => ({ method: 'DELETE', url: `${P}/policies/${(await policyOf('alice'))!.policy_id}` });
+  const grant = (identity: string, role: string, pattern: string, ws = 'plan') => ({
+    method: 'POST',
+    url: `/policy/v1/access/workspace/${ws}/policies`,
+    body: { principal: { identity }, role, pattern },
   });
 
-  it('ROLE_ABOVE_OWN', async () => {
-    const http = await adam.request('POST', `${P}/policies`, { principal: { identity: 'carol' }, role: 'owner', pattern: 'plan.*' });
-    expect([http.statusCode, http.json().code]).toEqual([403, 'ROLE_ABOVE_OWN']);
-    expect(await viaSql(adam, 'GRANT owner ON plan.* TO carol')).toEqual({ status: 403, code: 'ROLE_ABOVE_OWN' });
-    // Removing a grant above one's own: the same refusal.
-    const own = (await policyOf('alice'))!;
-    const removal = await adam.request('DELETE', `${P}/policies/${own.policy_id}`);
-    expect([removal.statusCode, removal.json().code]).toEqual([403, 'ROLE_ABOVE_OWN']);
-    expect(await viaSql(adam, 'REVOKE owner ON plan.* FROM alice')).toEqual({ status: 403, code: 'ROLE_ABOVE_OWN' });
+  it('LAST_OWNER', async () => {
+    await refusedAlike(alice, await deleteOwn(), 'REVOKE owner ON plan.* FROM alice', [409, 'LAST_OWNER']);
+  });
+
+  it('ROLE_ABOVE_OWN, granting and removing', async () => {
+    await refusedAlike(adam, grant('carol', 'owner', 'plan.*'), 'GRANT owner ON plan.* TO carol', [403, 'ROLE_ABOVE_OWN']);
+    await refusedAlike(adam, await deleteOwn(), 'REVOKE owner ON plan.* FROM alice', [403, 'ROLE_ABOVE_OWN']);
   });
 
   it('POLICY_EXISTS: another role on a pattern held', async () => {
-    const http = await alice.request('POST', `${P}/policies`, { principal: { identity: 'adam' }, role: 'writer', pattern: 'plan.*' });
-    expect([http.statusCode, http.json().code]).toEqual([409, 'POLICY_EXISTS']);
-    expect(await viaSql(alice, 'GRANT writer ON plan.* TO adam')).toEqual({ status: 409, code: 'POLICY_EXISTS' });
+    await refusedAlike(alice, grant('adam', 'writer', 'plan.*'), 'GRANT writer ON plan.* TO adam', [409, 'POLICY_EXISTS']);
   });
 
-  it('a deleted workspace: 409 WORKSPACE_DELETED both ways, and nothing granted', async () => {
+  it('a deleted workspace: 409 WORKSPACE_DELETED, and nothing granted', async () => {
     await workspace('gone');
     expect((await alice.request('DELETE', '/billing/v1/workspaces/gone')).statusCode).toBe(200);
-    const http = await alice.request('POST', '/policy/v1/access/workspace/gone/policies', { principal: { identity: 'carol' }, role: 'reader', pattern: 'gone.*' });
-    expect([http.statusCode, http.json().code]).toEqual([409, 'WORKSPACE_DELETED']);
-    expect(await viaSql(alice, 'GRANT reader ON gone.* TO carol')).toEqual({ status: 409, code: 'WORKSPACE_DELETED' });
+    await refusedAlike(alice, grant('carol', 'reader', 'gone.*', 'gone'), 'GRANT reader ON gone.* TO carol', [409, 'WORKSPACE_DELETED']);
     expect(await t.app.lakeport.authz.workspacesOf({ identity: 'carol', permissions: [] } as unknown as Principal)).not.toContain('gone');
   });
 });
