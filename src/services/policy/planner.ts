@@ -34,6 +34,10 @@ export interface AppliedPolicyChange {
   policy: PolicyRow;
 }
 
+export function policyNotFound(workspace: string, policyId: string): AppError {
+  return AppError.notFound(`No policy ${policyId} in workspace '${workspace}'`, 'POLICY_NOT_FOUND');
+}
+
 export function policyExists(existing: PolicyRow): AppError {
   const { principal, role, pattern, policy_id: id } = existing;
   return AppError.conflict(
@@ -152,7 +156,7 @@ export class PolicyPlanner {
   private async current(workspace: string, target: PolicyTarget, q?: PolicyExecutor): Promise<PolicyRow> {
     if ('policyId' in target) {
       const row = await this.store.find(workspace, target, q);
-      if (!row) throw AppError.notFound(`No policy ${target.policyId} in workspace '${workspace}'`, 'POLICY_NOT_FOUND');
+      if (!row) throw policyNotFound(workspace, target.policyId);
       return row;
     }
     const pattern = formatPattern(target.pattern);

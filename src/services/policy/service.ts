@@ -2,7 +2,7 @@ import { stringify } from 'csv-stringify/sync';
 import { parsePattern, patternMatches, PATTERN_HINT, type Authorizer, type Pattern, type Principal, type Resource, type Role } from '../../core/authz/index.ts';
 import { AppError, RequestValidationError } from '../../core/errors/index.ts';
 import { requireLiveWorkspace, type WorkspaceDirectory } from '../accounts/index.ts';
-import { policyExists, type AppliedPolicyChange, type PolicyChange, type PolicyPlan, type PolicyPlanner } from './planner.ts';
+import { policyExists, policyNotFound, type AppliedPolicyChange, type PolicyChange, type PolicyPlan, type PolicyPlanner } from './planner.ts';
 import type { PolicyRow, PolicyStore } from './store.ts';
 
 /** Who calls genesis: the operator's admin token, or an identity with a verified token. */
@@ -84,7 +84,7 @@ export class PolicyService {
     await this.deps.planner.requireAnyGrant(caller, workspace);
     await requireLiveWorkspace(this.deps.workspaces, workspace);
     const row = await this.deps.store.find(workspace, { policyId });
-    if (!row) throw AppError.notFound(`No policy ${policyId} in workspace '${workspace}'`, 'POLICY_NOT_FOUND');
+    if (!row) throw policyNotFound(workspace, policyId);
     // A principal may read its own grants; anyone else needs admin where the grant applies.
     if (row.principal !== caller.identity) await this.deps.authz.require(caller, 'admin', resourceOf(parsePattern(row.pattern)!));
     return policyDetail(row);
