@@ -3,7 +3,7 @@ import cookie from '@fastify/cookie';
 import formbody from '@fastify/formbody';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import { serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
-import { Authorizer, PolicyGrantSource } from './core/authz/index.ts';
+import { Authorizer } from './core/authz/index.ts';
 import { Catalog } from './core/catalog/index.ts';
 import type { Sealer } from './core/crypto/index.ts';
 import type { Db } from './core/db/index.ts';
@@ -13,7 +13,7 @@ import type { Ingestor, RowReader, SqlAnalyzer } from './core/engine/index.ts';
 import type { BlobStore } from './core/storage/index.ts';
 import { catalogNamespaces, createAccountsService, openAccountRecords, type AccountService, type WorkspaceService } from './services/accounts/index.ts';
 import { createAuthService, type AuthService } from './services/auth/index.ts';
-import { createPolicyService, type PolicyService } from './services/policy/index.ts';
+import { createPolicyService, PolicyStore, type PolicyService } from './services/policy/index.ts';
 import { createJobsService, type ExternalReadOptions, type JobsService, type ResultPolicy, type WorkerPool } from './services/jobs/index.ts';
 import { createUploadService, type UploadService } from './services/upload/index.ts';
 import { createODataService } from './services/odata/index.ts';
@@ -151,7 +151,8 @@ async function createServer(options: AppOptions) {
  */
 async function createServices(deps: AppDeps, log: FastifyBaseLogger) {
   const catalog = new Catalog(deps.db);
-  const authz = new Authorizer(new PolicyGrantSource(deps.db));
+  const policyStore = new PolicyStore(deps.db);
+  const authz = new Authorizer(policyStore);
   const accounts = openAccountRecords(deps.db);
   const auth = await createAuthService({
     db: deps.db,
@@ -163,15 +164,12 @@ async function createServices(deps: AppDeps, log: FastifyBaseLogger) {
     billingAccountOf: (identity) => accounts.accounts.billingAccountOf(identity),
   });
   const policy = createPolicyService({
-    db: deps.db,
+    store: policyStore,
     authz,
+    workspaces: accounts.directory,
     verifier: auth.verifier,
     adminToken: deps.adminToken,
     directory: {
-      workspace: async (name) => {
-        const record = await accounts.records.get(name);
-        return record && !record.deleted_at ? { billingAccount: record.billing_account } : undefined;
-      },
       isActiveBillingAdmin: (identity, accountId) => accounts.accounts.isActiveBillingAdmin(identity, accountId),
       datasets: async (workspace) => (await catalog.listDatasets(workspace)).map((d) => ({ collection: d.collection, name: d.name, kind: d.kind })),
     },
@@ -183,6 +181,7 @@ async function createServices(deps: AppDeps, log: FastifyBaseLogger) {
     namespaces: catalogNamespaces(catalog),
     genesis: async (workspace, grants, caller) =>
       void (await policy.policies.genesis({ kind: 'identity', identity: caller.identity }, workspace, grants)),
+    purgePolicies: (workspace) => policyStore.removeWorkspace(workspace),
     lake: {
       removeWorkspace: async (workspace, files) => {
         for (const key of files) await deps.blobs.delete(key);
@@ -221,14 +220,9 @@ async function createServices(deps: AppDeps, log: FastifyBaseLogger) {
     worker: { concurrency: deps.jobs.workers, perIdentity: deps.jobs.perIdentity ?? Math.max(1, deps.jobs.workers) },
     external: deps.jobs.external,
     statements: {
-      policy: policy.policies,
+      policies: policy.policies.planner,
+      workspaces: accounts.directory,
       sealer: deps.sealer,
-      directory: {
-        workspace: async (name) => {
-          const record = await accounts.records.get(name);
-          return record && { billingAccount: record.billing_account, deleted: record.deleted_at !== null };
-        },
-      },
     },
   });
   const odata = createODataService({
@@ -239,11 +233,9 @@ async function createServices(deps: AppDeps, log: FastifyBaseLogger) {
     verifier: auth.verifier,
     clients: auth.tokens,
     publicUrl: deps.publicUrl,
-    workspaceActive: async (name) => {
-      const record = await accounts.records.get(name);
-      return record !== undefined && !record.deleted_at;
-    },
-    db: deps.db,
+    grants: policyStore,
+    workspaces: accounts.directory,
+    changes: deps.db.changes,
   });
 
   const services: LakeportServices = {

@@ -1,5 +1,3 @@
-import type { QueryCreator } from 'kysely';
-import type { Database, Db } from '../db/index.ts';
 import type { PermissionPair } from '../db/schema.ts';
 import { AppError } from '../errors/index.ts';
 import { parsePattern, patternMatches, type Resource } from './patterns.ts';
@@ -36,29 +34,11 @@ export function effectiveRole(grants: readonly Grant[], permissions: readonly Pe
   return ROLES.indexOf(granted) <= ROLES.indexOf(allowed) ? granted : allowed;
 }
 
-/** Where an identity's grants come from: the access policies of a workspace. */
+/** Where an identity's grants come from: the access policies of a workspace (the policy module's store, wired in app.ts). */
 export interface GrantSource {
   grantsOf(identity: string, workspace: string): Promise<Grant[]>;
   /** The workspaces where the identity holds any policy. */
   workspacesOf(identity: string): Promise<string[]>;
-}
-
-/** The query of an identity's grants in a workspace, for a statement that looks up more alongside (see `Authorizer.accessFrom`). */
-export function grantsQuery(q: QueryCreator<Database>, identity: string, workspace: string) {
-  return q.selectFrom('policies').select(['pattern', 'role']).where('principal', '=', identity).where('workspace', '=', workspace);
-}
-
-export class PolicyGrantSource implements GrantSource {
-  constructor(private readonly db: Db) {}
-
-  async grantsOf(identity: string, workspace: string): Promise<Grant[]> {
-    return grantsQuery(this.db.kysely, identity, workspace).execute();
-  }
-
-  async workspacesOf(identity: string): Promise<string[]> {
-    const rows = await this.db.kysely.selectFrom('policies').select('workspace').distinct().where('principal', '=', identity).orderBy('workspace').execute();
-    return rows.map((r) => r.workspace);
-  }
 }
 
 function describe(resource: Resource): string {
@@ -88,7 +68,7 @@ export class Authorizer {
     return this.accessFrom(principal, await this.grants.grantsOf(principal.identity, workspace), resources);
   }
 
-  /** As `accessIn`, given the caller's grants in the resources' workspace (looked up with `grantsQuery`). */
+  /** As `accessIn`, given the caller's grants in the resources' workspace (looked up alongside something else). */
   accessFrom(principal: Principal, grants: readonly Grant[], resources: readonly Resource[]): { role: Role | null; patterns: string[] }[] {
     return resources.map((resource) => ({
       role: effectiveRole(grants, principal.permissions, resource),
@@ -110,8 +90,8 @@ export class Authorizer {
   }
 
   /**
-   * As `require`, given the caller's grants in the resource's workspace (looked up with
-   * `grantsQuery`, for instance inside the transaction that is about to act on them).
+   * As `require`, given the caller's grants in the resource's workspace (looked up by the caller,
+   * for instance inside the transaction that is about to act on them).
    */
   requireFrom(principal: Principal, grants: readonly Grant[], need: Role, resource: Resource): Role {
     const role = effectiveRole(grants, principal.permissions, resource);

@@ -20,4 +20,4 @@ export {
   type ManagementAction,
   type ManagementTarget,
 } from './manage.ts';
-export { Authorizer, PolicyGrantSource, effectiveRole, grantsQuery, type Grant, type GrantSource } from './authorize.ts';
+export { Authorizer, effectiveRole, type Grant, type GrantSource } from './authorize.ts';

@@ -6,12 +6,14 @@ import { serviceModule, type TokenVerifier } from '../../core/http/index.ts';
 import { accountRoutes } from './account-routes.ts';
 import { AccountService } from './account-service.ts';
 import { WorkspaceRepo } from './workspace-repo.ts';
+import type { WorkspaceDirectory } from './workspace-directory.ts';
 import { workspaceRoutes } from './workspace-routes.ts';
-import { WorkspaceService, type GenesisPort, type LakeFiles, type NamespacePort } from './workspace-service.ts';
+import { WorkspaceService, type GenesisPort, type LakeFiles, type NamespacePort, type PolicyPurgePort } from './workspace-service.ts';
 
 export { AccountService } from './account-service.ts';
 export { WorkspaceRepo } from './workspace-repo.ts';
-export { WorkspaceService, GRACE_MS, type Guards, type NamespacePort, type GenesisPort, type LakeFiles } from './workspace-service.ts';
+export { WorkspaceService, GRACE_MS, type Guards, type NamespacePort, type GenesisPort, type PolicyPurgePort, type LakeFiles } from './workspace-service.ts';
+export { assertLive, requireLiveWorkspace, type WorkspaceDirectory, type WorkspaceEntry } from './workspace-directory.ts';
 
 /** The catalog as the account service sees a workspace's namespace. */
 export function catalogNamespaces(catalog: Catalog): NamespacePort {
@@ -28,7 +30,8 @@ export function catalogNamespaces(catalog: Catalog): NamespacePort {
  * accounts; policy, jobs and OData: workspaces) and handed to createAccountsService after them.
  */
 export function openAccountRecords(db: Db) {
-  return { accounts: new AccountService(db), records: new WorkspaceRepo(db) };
+  const records = new WorkspaceRepo(db);
+  return { accounts: new AccountService(db), records, directory: records as WorkspaceDirectory };
 }
 
 export type AccountRecords = ReturnType<typeof openAccountRecords>;
@@ -38,20 +41,25 @@ export interface AccountsOptions extends AccountRecords {
   authz: Authorizer;
   namespaces: NamespacePort;
   genesis: GenesisPort;
+  purgePolicies: PolicyPurgePort;
   lake: LakeFiles;
   /** The policy service's genesis endpoint, served on /control as well. */
   genesisRoute: FastifyPluginAsync;
   log: FastifyBaseLogger;
 }
 
-/** The account service: accounts, members and invoices on both prefixes, plus each prefix's workspace routes. */
+/**
+ * The account service: accounts, members and invoices on both prefixes, plus each prefix's workspace
+ * routes; `directory` answers other modules whether a workspace exists and is live.
+ */
 export function createAccountsService(options: AccountsOptions) {
-  const { accounts, records, log } = options;
+  const { accounts, records, directory, log } = options;
   const workspaces = new WorkspaceService({
     accounts,
     records,
     namespaces: options.namespaces,
     genesis: options.genesis,
+    purgePolicies: options.purgePolicies,
     authz: options.authz,
     files: options.lake,
   });
@@ -66,6 +74,7 @@ export function createAccountsService(options: AccountsOptions) {
     accounts,
     workspaces,
     records,
+    directory,
     apis: [
       { prefix: '/billing', title: 'account service (billing)', description: 'Accounts, members, invoices and workspaces.', routes: [routesFor('billing')] },
       { prefix: '/control', title: 'account service (control)', description: 'Accounts, members, invoices, workspaces and guards.', routes: [routesFor('control'), options.genesisRoute] },

@@ -3,6 +3,7 @@ import { signIn } from '../../../test/clients.ts';
 import { createTestApp, type TestApp } from '../../../test/harness.ts';
 import type { Principal } from '../../core/authz/index.ts';
 import { AppError } from '../../core/errors/index.ts';
+import { PolicyStore } from '../policy/index.ts';
 import { catalogNamespaces, WorkspaceRepo, WorkspaceService, type GenesisPort, type NamespacePort } from './index.ts';
 import type { WorkspaceServiceDeps } from './workspace-service.ts';
 
@@ -46,7 +47,16 @@ beforeEach(() => {
 
 function service(overrides: Partial<WorkspaceServiceDeps> = {}) {
   const { accounts, authz } = t.app.lakeport;
-  return new WorkspaceService({ accounts, records, namespaces: realNamespaces, genesis: realGenesis, authz, files: { removeWorkspace: async () => undefined }, ...overrides });
+  return new WorkspaceService({
+    accounts,
+    records,
+    namespaces: realNamespaces,
+    genesis: realGenesis,
+    purgePolicies: (workspace) => new PolicyStore(t.db).removeWorkspace(workspace),
+    authz,
+    files: { removeWorkspace: async () => undefined },
+    ...overrides,
+  });
 }
 
 const policiesOf = (workspace: string) => t.db.kysely.selectFrom('policies').selectAll().where('workspace', '=', workspace).execute();

@@ -1,15 +1,21 @@
 import type { Selectable } from 'kysely';
 import type { Db, WorkspaceMemberGrant, WorkspacesTable } from '../../core/db/index.ts';
 import { AppError } from '../../core/errors/index.ts';
+import type { WorkspaceDirectory, WorkspaceEntry } from './workspace-directory.ts';
 
 export type WorkspaceRow = Selectable<WorkspacesTable>;
 
-/** The account service's own workspace records. */
-export class WorkspaceRepo {
+/** The account service's own workspace records; other modules see them as a WorkspaceDirectory. */
+export class WorkspaceRepo implements WorkspaceDirectory {
   constructor(private readonly db: Db) {}
 
   get(name: string): Promise<WorkspaceRow | undefined> {
     return this.db.kysely.selectFrom('workspaces').selectAll().where('name', '=', name).executeTakeFirst();
+  }
+
+  async find(name: string): Promise<WorkspaceEntry | undefined> {
+    const row = await this.db.kysely.selectFrom('workspaces').select(['name', 'billing_account', 'deleted_at']).where('name', '=', name).executeTakeFirst();
+    return row && { name: row.name, billingAccount: row.billing_account, live: row.deleted_at === null };
   }
 
   /**
@@ -58,10 +64,9 @@ export class WorkspaceRepo {
     return this.db.kysely.selectFrom('workspaces').selectAll().where('purge_after', '<=', now).execute();
   }
 
-  /** Removes the record and its policies and leaves a tombstone, in one transaction. */
+  /** Removes the record and leaves a tombstone, in one transaction. */
   async purge(name: string): Promise<void> {
     await this.db.kysely.transaction().execute(async (trx) => {
-      await trx.deleteFrom('policies').where('workspace', '=', name).execute();
       await trx.deleteFrom('workspaces').where('name', '=', name).execute();
       await trx
         .insertInto('purged_workspaces')

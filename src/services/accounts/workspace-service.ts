@@ -23,6 +23,9 @@ export interface NamespacePort {
 /** The first access grants of a workspace (step c): the policy service's genesis. */
 export type GenesisPort = (workspace: string, grants: WorkspaceMemberGrant[], caller: Principal) => Promise<void>;
 
+/** Removes every policy of a workspace being purged (the policy service's). */
+export type PolicyPurgePort = (workspace: string) => Promise<void>;
+
 /** Where a purged workspace's data files go. */
 export interface LakeFiles {
   /** Deletes the given data files and anything else stored under the workspace's prefix. */
@@ -34,6 +37,7 @@ export interface WorkspaceServiceDeps {
   records: WorkspaceRepo;
   namespaces: NamespacePort;
   genesis: GenesisPort;
+  purgePolicies: PolicyPurgePort;
   authz: Authorizer;
   files: LakeFiles;
   graceMs?: number;
@@ -198,14 +202,16 @@ export class WorkspaceService {
 
   /**
    * Purges workspaces whose grace window has ended: the catalog (which names the data files), the
-   * files, then record and policies. A crash midway is finished by the next sweep; at worst it leaves
-   * unreferenced files behind, never a reference to a missing file.
+   * files, the policies, then the record. A crash midway is finished by the next sweep; at worst it
+   * leaves unreferenced files behind, never a reference to a missing file, nor a grant surviving its
+   * workspace's record (a workspace made again under the name starts with genesis).
    */
   async purgeExpired(now = new Date()): Promise<string[]> {
     const purged: string[] = [];
     for (const record of await this.deps.records.dueForPurge(now)) {
       const files = await this.deps.namespaces.drop(record.name);
       await this.deps.files.removeWorkspace(record.name, files);
+      await this.deps.purgePolicies(record.name);
       await this.deps.records.purge(record.name);
       purged.push(record.name);
     }

@@ -21,7 +21,7 @@ import { DEFAULT_WORKER_OPTIONS, WorkerPool, type WorkerOptions } from './worker
 export { JobsService } from './service.ts';
 export { WorkerPool, DEFAULT_WORKER_OPTIONS, type WorkerOptions } from './worker.ts';
 export { SandboxJobRunner, type JobEngines } from './runner.ts';
-export { LakeportStatements, SecretStore, type StatementOptions, type WorkspaceDirectory, type HostResolver } from './statements/index.ts';
+export { LakeportStatements, SecretStore, type StatementOptions, type HostResolver } from './statements/index.ts';
 export type { ExternalReadOptions } from './external/index.ts';
 
 export interface JobsOptions {

@@ -1,9 +1,9 @@
-import type { Authorizer } from '../../core/authz/index.ts';
+import type { Authorizer, GrantSource } from '../../core/authz/index.ts';
 import type { Catalog } from '../../core/catalog/index.ts';
 import type { RowReader } from '../../core/engine/index.ts';
-import type { Db } from '../../core/db/index.ts';
 import { serviceModule, type PublicUrl, type TokenVerifier } from '../../core/http/index.ts';
 import type { BlobStore } from '../../core/storage/index.ts';
+import type { WorkspaceDirectory } from '../accounts/index.ts';
 import type { ClientAuthenticator } from './auth.ts';
 import { RangeCursors } from './cursor.ts';
 import { DatasetAccessLookup } from './lookup.ts';
@@ -22,16 +22,20 @@ export interface ODataOptions {
   verifier: TokenVerifier;
   clients: ClientAuthenticator;
   publicUrl: PublicUrl;
-  workspaceActive(name: string): Promise<boolean>;
-  db: Db;
+  /** The policy module's grants, read with every page (see DatasetAccessLookup). */
+  grants: GrantSource;
+  workspaces: WorkspaceDirectory;
+  /** Db.changes: lets a page's access lookup be kept while nothing was written. */
+  changes?: () => number;
 }
 
 const PREFIX = '/odata';
 
 /** The OData v4 service: datasets as entity sets, for BI tools and OData clients. */
 export function createODataService(options: ODataOptions) {
+  const { grants, catalog, workspaces, changes } = options;
   const baseUrl = () => options.publicUrl.service(PREFIX);
-  const odata = new ODataService({ ...options, access: new DatasetAccessLookup(options.db) });
+  const odata = new ODataService({ ...options, access: new DatasetAccessLookup({ grants, catalog, workspaces, changes }) });
   const pages = new RowPages({ odata, readAhead: new ReadAhead(), cursors: new RangeCursors() });
   return serviceModule({
     odata,

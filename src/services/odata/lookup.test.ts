@@ -2,6 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp, type TestApp } from '../../../test/harness.ts';
 import { createWorkspace, signIn, type TestUser } from '../../../test/clients.ts';
 import { seedSnapshot } from '../../../test/seed.ts';
+import { WorkspaceRepo } from '../accounts/index.ts';
+import { PolicyStore } from '../policy/index.ts';
 import { DatasetAccessLookup } from './lookup.ts';
 
 const REF = { workspace: 'look', collection: 'sales', dataset: 'orders' };
@@ -18,8 +20,11 @@ describe('DatasetAccessLookup', () => {
   });
   afterAll(async () => t?.close());
 
+  /** The owners' real interfaces, with a change count of the test's choosing. */
+  const sources = (changes: (() => number) | undefined) => ({ grants: new PolicyStore(t.db), catalog: t.app.lakeport.catalog, workspaces: new WorkspaceRepo(t.db), changes });
+
   it("finds the caller's grants, whether the workspace is active, and the dataset", async () => {
-    const lookup = new DatasetAccessLookup(t.db);
+    const lookup = new DatasetAccessLookup(sources(t.db.changes));
     const access = await lookup.find('olive', REF);
     expect(access.grants).toEqual([{ pattern: 'look.*', role: 'owner' }]);
     expect(access.workspaceActive).toBe(true);
@@ -34,7 +39,7 @@ describe('DatasetAccessLookup', () => {
   it('answers again from memory while nothing was written, and reads afresh after any write', async () => {
     // The real database, with a change count the test moves itself.
     let changes = 0;
-    const lookup = new DatasetAccessLookup({ ...t.db, changes: () => changes });
+    const lookup = new DatasetAccessLookup(sources(() => changes));
     const first = await lookup.find('rita', REF);
     expect(first.grants).toEqual([]);
     expect((await grantReader('rita', 'orders')).statusCode).toBe(201);
@@ -45,7 +50,7 @@ describe('DatasetAccessLookup', () => {
   });
 
   it('reads every time where other processes may write', async () => {
-    const lookup = new DatasetAccessLookup({ ...t.db, changes: undefined });
+    const lookup = new DatasetAccessLookup(sources(undefined));
     expect((await lookup.find('sam', REF)).grants).toEqual([]);
     expect((await grantReader('sam', 'orders')).statusCode).toBe(201);
     expect((await lookup.find('sam', REF)).grants).toEqual([{ pattern: 'look.sales.orders', role: 'reader' }]);

@@ -4,6 +4,7 @@ import { NAME_REGEX, normalizeRef, parseSelector, refOf, type Catalog, type Data
 import type { RowReader } from '../../core/engine/row-reader.ts';
 import { AppError } from '../../core/errors/index.ts';
 import type { BlobStore } from '../../core/storage/index.ts';
+import type { WorkspaceDirectory } from '../accounts/index.ts';
 import { entitySetName, findEntitySet, lakeportType, propertyNames, supportsVersions } from './metadata/index.ts';
 import type { DatasetAccessLookup } from './lookup.ts';
 import type { DatasetVersion, ODataColumn } from './model.ts';
@@ -13,8 +14,7 @@ export interface ODataServiceDeps {
   authz: Authorizer;
   blobs: BlobStore;
   reader: RowReader;
-  /** Whether a workspace exists and is not soft-deleted. */
-  workspaceActive(name: string): Promise<boolean>;
+  workspaces: WorkspaceDirectory;
   /** The caller's grants, the workspace's state and the dataset, in one lookup (every page needs them). */
   access: Pick<DatasetAccessLookup, 'find'>;
 }
@@ -68,7 +68,7 @@ export class ODataService {
   async readableDatasets(caller: Principal): Promise<{ dataset: Dataset; role: DatasetVersion['role']; policies: string[] }[]> {
     const readable: { dataset: Dataset; role: DatasetVersion['role']; policies: string[] }[] = [];
     for (const workspace of await this.deps.authz.workspacesOf(caller)) {
-      if (!(await this.deps.workspaceActive(workspace))) continue;
+      if (!(await this.deps.workspaces.find(workspace))?.live) continue;
       const datasets = (await this.deps.catalog.listDatasets(workspace)).filter(supportsVersions);
       const access = await this.deps.authz.accessIn(
         caller,

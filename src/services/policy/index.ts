@@ -1,14 +1,20 @@
 import type { Authorizer } from '../../core/authz/index.ts';
-import type { Db } from '../../core/db/index.ts';
 import { serviceModule, type AdminToken, type TokenVerifier } from '../../core/http/index.ts';
+import type { WorkspaceDirectory } from '../accounts/index.ts';
+import { PolicyPlanner } from './planner.ts';
 import { genesisRoute, policyRoutes } from './routes.ts';
 import { PolicyService, type PolicyDirectory } from './service.ts';
+import type { PolicyStore } from './store.ts';
 
 export { PolicyService, type GenesisCaller, type PolicyDirectory } from './service.ts';
+export { PolicyPlanner, type AppliedPolicyChange, type PolicyChange, type PolicyEffect, type PolicyPlan, type PolicyTarget } from './planner.ts';
+export { PolicyStore, type PolicyRow } from './store.ts';
 
 export interface PolicyOptions {
-  db: Db;
+  /** The `policies` table; app.ts also hands it to core/authz's Authorizer as its GrantSource. */
+  store: PolicyStore;
   authz: Authorizer;
+  workspaces: WorkspaceDirectory;
   directory: PolicyDirectory;
   verifier: TokenVerifier;
   adminToken: AdminToken;
@@ -16,7 +22,8 @@ export interface PolicyOptions {
 
 /** The access policy service (/policy); `genesisRoute(scope)` also serves genesis on /control. */
 export function createPolicyService(options: PolicyOptions) {
-  const policies = new PolicyService(options.db, options.authz, options.directory);
+  const { store, authz, workspaces, directory } = options;
+  const policies = new PolicyService({ store, authz, workspaces, directory, planner: new PolicyPlanner(store, authz, workspaces) });
   const deps = { policies, verifier: options.verifier, adminToken: options.adminToken };
   return serviceModule({
     policies,

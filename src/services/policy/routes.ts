@@ -1,4 +1,5 @@
 import type { FastifyPluginAsyncZod, ZodTypeProvider } from 'fastify-type-provider-zod';
+import { z } from 'zod';
 import { requireManage } from '../../core/authz/index.ts';
 import { authenticateScoped, principalOf, requireAuth, type AdminToken, type TokenVerifier } from '../../core/http/index.ts';
 import * as S from './schemas.ts';
@@ -73,11 +74,16 @@ export const policyRoutes =
           schema: {
             summary: 'Grant a role on a pattern (admin there; never above your own role)',
             params: S.WorkspaceParams,
+            querystring: S.DryRunQuery,
             body: S.CreatePolicyRequest,
-            response: { 201: S.PolicyDetail },
+            response: { 201: S.PolicyDetail, 200: S.PolicyPlanResponse },
           },
         },
-        async (request, reply) => reply.status(201).send(await policies.create(principalOf(request), request.params.workspace, request.body)),
+        async (request, reply) => {
+          const dryRun = request.query.dry_run;
+          const result = await policies.create(principalOf(request), request.params.workspace, request.body, { dryRun });
+          return reply.status(dryRun ? 200 : 201).send(result);
+        },
       );
 
       authed.get(
@@ -89,15 +95,28 @@ export const policyRoutes =
       authed.put(
         '/v1/access/workspace/:workspace/policies/:policy_id',
         {
-          schema: { summary: "Change a policy's role and pattern", params: S.PolicyParams, body: S.UpdatePolicyRequest, response: { 200: S.PolicyDetail } },
+          schema: {
+            summary: "Change a policy's role and pattern",
+            params: S.PolicyParams,
+            querystring: S.DryRunQuery,
+            body: S.UpdatePolicyRequest,
+            response: { 200: z.union([S.PolicyDetail, S.PolicyPlanResponse]) },
+          },
         },
-        async (request) => policies.update(principalOf(request), request.params.workspace, request.params.policy_id, request.body),
+        async (request) => policies.update(principalOf(request), request.params.workspace, request.params.policy_id, request.body, { dryRun: request.query.dry_run }),
       );
 
       authed.delete(
         '/v1/access/workspace/:workspace/policies/:policy_id',
-        { schema: { summary: 'Delete a policy', params: S.PolicyParams, response: { 200: S.DeletePolicyResponse } } },
-        async (request) => policies.remove(principalOf(request), request.params.workspace, request.params.policy_id),
+        {
+          schema: {
+            summary: 'Delete a policy',
+            params: S.PolicyParams,
+            querystring: S.DryRunQuery,
+            response: { 200: z.union([S.DeletePolicyResponse, S.PolicyPlanResponse]) },
+          },
+        },
+        async (request) => policies.remove(principalOf(request), request.params.workspace, request.params.policy_id, { dryRun: request.query.dry_run }),
       );
     });
   };

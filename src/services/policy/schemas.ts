@@ -1,7 +1,6 @@
 import { z } from 'zod';
 import { ROLES } from '../../core/authz/index.ts';
-import { Identity, WorkspaceName } from '../../core/http/index.ts';
-
+import { Identity, queryBoolean, WorkspaceName } from '../../core/http/index.ts';
 
 export const Role = z.enum(ROLES);
 
@@ -43,3 +42,15 @@ export const PolicyDetail = z.object({
 export const WorkspacePoliciesResponse = z.object({ workspace: z.string(), policies: z.array(PolicyDetail) });
 export const GenesisGrantResponse = WorkspacePoliciesResponse;
 export const DeletePolicyResponse = z.object({ message: z.string(), policy_id: z.string(), workspace: z.string() });
+
+/** `?dry_run=true` on a policy write: every check, no change; the answer is the plan. */
+export const DryRunQuery = z.object({ dry_run: queryBoolean(false) });
+
+const PlannedPolicy = z.object({ principal: z.object({ identity: z.string(), type: z.string() }), role: z.string(), pattern: z.string() });
+export const PolicyPlanResponse = z.object({
+  dry_run: z.literal(true),
+  workspace: z.string(),
+  effect: z.enum(['create', 'keep', 'update', 'delete']),
+  before: PolicyDetail.nullable(),
+  after: PlannedPolicy.nullable(),
+});

@@ -1,31 +1,26 @@
 import { stringify } from 'csv-stringify/sync';
-import type { Selectable } from 'kysely';
-import {
-  parsePattern,
-  patternMatches,
-  PATTERN_HINT,
-  type Authorizer,
-  type Pattern,
-  type Principal,
-  type Resource,
-  type Role,
-} from '../../core/authz/index.ts';
-import type { Db, PoliciesTable } from '../../core/db/index.ts';
+import { parsePattern, patternMatches, PATTERN_HINT, type Authorizer, type Pattern, type Principal, type Resource, type Role } from '../../core/authz/index.ts';
 import { AppError, RequestValidationError } from '../../core/errors/index.ts';
-import { policyExists, PolicyStore } from './store.ts';
-
-type PolicyRow = Selectable<PoliciesTable>;
+import { requireLiveWorkspace, type WorkspaceDirectory } from '../accounts/index.ts';
+import { policyExists, policyNotFound, type AppliedPolicyChange, type PolicyChange, type PolicyPlan, type PolicyPlanner } from './planner.ts';
+import type { PolicyRow, PolicyStore } from './store.ts';
 
 /** Who calls genesis: the operator's admin token, or an identity with a verified token. */
 export type GenesisCaller = { kind: 'admin' } | { kind: 'identity'; identity: string };
 
-/** What the policy service needs to know of workspaces and accounts (wired in app.ts). */
+/** What the policy service needs to know of accounts and datasets (wired in app.ts). */
 export interface PolicyDirectory {
-  /** The live (not soft-deleted) workspace record, if any. */
-  workspace(name: string): Promise<{ billingAccount: string } | undefined>;
   isActiveBillingAdmin(identity: string, accountId: string): Promise<boolean>;
   /** The workspace's datasets and views, for the effective-permissions export. */
   datasets(workspace: string): Promise<{ collection: string; name: string; kind: string }[]>;
+}
+
+export interface PolicyServiceDeps {
+  store: PolicyStore;
+  planner: PolicyPlanner;
+  authz: Authorizer;
+  workspaces: WorkspaceDirectory;
+  directory: PolicyDirectory;
 }
 
 export function policyDetail(row: PolicyRow) {
@@ -41,6 +36,20 @@ export function policyDetail(row: PolicyRow) {
   };
 }
 
+/** A dry run's answer: what the change would do, and the policy before and after it. */
+export function planDetail(plan: PolicyPlan) {
+  const { effect } = plan;
+  const { principal, principal_type: type, role, pattern } = effect.policy;
+  const after = effect.kind === 'delete' ? null : effect.kind === 'update' ? { role: effect.role, pattern: effect.pattern } : { role, pattern };
+  return {
+    dry_run: true as const,
+    workspace: plan.workspace,
+    effect: effect.kind,
+    before: effect.kind === 'create' ? null : policyDetail(effect.policy),
+    after: after && { principal: { identity: principal, type }, ...after },
+  };
+}
+
 /** A 422 in FastAPI's shape, for a pattern that is malformed or outside the path's workspace. */
 function invalidPattern(pattern: string, workspace: string) {
   return RequestValidationError.at(['body', 'pattern'], `'${pattern}' is not a pattern inside workspace '${workspace}': ${PATTERN_HINT}`);
@@ -51,33 +60,11 @@ function resourceOf(pattern: Pattern): Resource {
 }
 
 export class PolicyService {
-  /** Every write of a policy, with its rules (also what SQL GRANT/REVOKE call). */
-  readonly store: PolicyStore;
+  constructor(private readonly deps: PolicyServiceDeps) {}
 
-  constructor(
-    private readonly db: Db,
-    private readonly authz: Authorizer,
-    private readonly directory: PolicyDirectory,
-  ) {
-    this.store = new PolicyStore(db, authz);
-  }
-
-  private async requireWorkspace(workspace: string) {
-    const record = await this.directory.workspace(workspace);
-    if (!record) throw AppError.notFound(`Workspace '${workspace}' does not exist`, 'WORKSPACE_NOT_FOUND');
-    return record;
-  }
-
-  /** Whether the identity holds any grant in the workspace (its own policies), narrowing aside. */
-  private async hasAnyGrant(identity: string, workspace: string): Promise<boolean> {
-    const row = await this.db.kysely.selectFrom('policies').select('policy_id').where('workspace', '=', workspace).where('principal', '=', identity).limit(1).executeTakeFirst();
-    return row !== undefined;
-  }
-
-  private async requireAnyGrant(caller: Principal, workspace: string) {
-    if (!(await this.hasAnyGrant(caller.identity, workspace))) {
-      throw AppError.forbidden(`'${caller.identity}' has no access to workspace '${workspace}'`, 'PERMISSION_DENIED');
-    }
+  /** The planner behind every change, HTTP's and SQL GRANT/REVOKE's. */
+  get planner(): PolicyPlanner {
+    return this.deps.planner;
   }
 
   private parseWorkspacePattern(text: string, workspace: string): Pattern {
@@ -86,65 +73,49 @@ export class PolicyService {
     return pattern;
   }
 
-  private async findPolicy(workspace: string, policyId: string): Promise<PolicyRow> {
-    const row = await this.db.kysely
-      .selectFrom('policies')
-      .selectAll()
-      .where('workspace', '=', workspace)
-      .where('policy_id', '=', policyId)
-      .executeTakeFirst();
-    if (!row) throw AppError.notFound(`No policy ${policyId} in workspace '${workspace}'`, 'POLICY_NOT_FOUND');
-    return row;
-  }
-
   // Authorization comes before existence checks, so a caller without grants cannot probe names.
   async list(caller: Principal, workspace: string) {
-    await this.authz.require(caller, 'admin', { workspace });
-    await this.requireWorkspace(workspace);
-    const rows = await this.db.kysely
-      .selectFrom('policies')
-      .selectAll()
-      .where('workspace', '=', workspace)
-      .orderBy('created_at')
-      .orderBy('policy_id')
-      .execute();
-    return { workspace, policies: rows.map(policyDetail) };
+    await this.deps.authz.require(caller, 'admin', { workspace });
+    await requireLiveWorkspace(this.deps.workspaces, workspace);
+    return { workspace, policies: (await this.deps.store.list(workspace)).map(policyDetail) };
   }
 
   async get(caller: Principal, workspace: string, policyId: string) {
-    await this.requireAnyGrant(caller, workspace);
-    await this.requireWorkspace(workspace);
-    const row = await this.findPolicy(workspace, policyId);
+    await this.deps.planner.requireAnyGrant(caller, workspace);
+    await requireLiveWorkspace(this.deps.workspaces, workspace);
+    const row = await this.deps.store.find(workspace, { policyId });
+    if (!row) throw policyNotFound(workspace, policyId);
     // A principal may read its own grants; anyone else needs admin where the grant applies.
-    if (row.principal !== caller.identity) await this.authz.require(caller, 'admin', resourceOf(parsePattern(row.pattern)!));
+    if (row.principal !== caller.identity) await this.deps.authz.require(caller, 'admin', resourceOf(parsePattern(row.pattern)!));
     return policyDetail(row);
   }
 
-  // The rules themselves (authority, one policy per principal and pattern, the last owner) are the
-  // store's, checked under the workspace's policy lock; what comes before is the order of the answers.
+  // Every change is the planner's: the rules are checked there, once; with `dryRun` it answers the plan.
 
-  async create(caller: Principal, workspace: string, input: { principal: { identity: string; type: string }; role: Role; pattern: string }) {
-    const pattern = this.parseWorkspacePattern(input.pattern, workspace);
-    await this.store.requireAuthority(caller, pattern, input.role);
-    await this.requireWorkspace(workspace);
-    const result = await this.store.grant(caller, { principal: input.principal.identity, principalType: input.principal.type, role: input.role, pattern });
-    if (result.kind === 'exists') throw policyExists(result.policy);
-    if (result.kind !== 'created') throw new Error('a grant that is not a dry run creates or finds');
-    return policyDetail(result.policy);
+  private async change(caller: Principal, workspace: string, change: PolicyChange, dryRun: boolean): Promise<{ plan: PolicyPlan; applied?: AppliedPolicyChange }> {
+    const plan = await this.deps.planner.plan(caller, workspace, change);
+    const applied = dryRun ? undefined : await this.deps.planner.apply(plan);
+    // POST makes a policy: one held already is a conflict here, where SQL GRANT changes nothing.
+    const kept = applied ? applied.kind === 'keep' && applied.policy : plan.effect.kind === 'keep' && plan.effect.policy;
+    if (kept) throw policyExists(kept);
+    return { plan, applied };
   }
 
-  async update(caller: Principal, workspace: string, policyId: string, input: { role: Role; pattern: string }) {
+  async create(caller: Principal, workspace: string, input: { principal: { identity: string; type: string }; role: Role; pattern: string }, options: { dryRun?: boolean } = {}) {
     const pattern = this.parseWorkspacePattern(input.pattern, workspace);
-    await this.requireAnyGrant(caller, workspace);
-    await this.requireWorkspace(workspace);
-    return policyDetail(await this.store.update(caller, workspace, policyId, { role: input.role, pattern }));
+    const { plan, applied } = await this.change(caller, workspace, { kind: 'grant', principal: input.principal, role: input.role, pattern }, options.dryRun ?? false);
+    return applied ? policyDetail(applied.policy) : planDetail(plan);
   }
 
-  async remove(caller: Principal, workspace: string, policyId: string) {
-    await this.requireAnyGrant(caller, workspace);
-    await this.requireWorkspace(workspace);
-    await this.store.remove(caller, workspace, { policyId });
-    return { message: `Policy ${policyId} deleted`, policy_id: policyId, workspace };
+  async update(caller: Principal, workspace: string, policyId: string, input: { role: Role; pattern: string }, options: { dryRun?: boolean } = {}) {
+    const pattern = this.parseWorkspacePattern(input.pattern, workspace);
+    const { plan, applied } = await this.change(caller, workspace, { kind: 'update', policyId, role: input.role, pattern }, options.dryRun ?? false);
+    return applied ? policyDetail(applied.policy) : planDetail(plan);
+  }
+
+  async remove(caller: Principal, workspace: string, policyId: string, options: { dryRun?: boolean } = {}) {
+    const { plan, applied } = await this.change(caller, workspace, { kind: 'revoke', target: { policyId } }, options.dryRun ?? false);
+    return applied ? { message: `Policy ${policyId} deleted`, policy_id: policyId, workspace } : planDetail(plan);
   }
 
   /**
@@ -153,8 +124,9 @@ export class PolicyService {
    * while the workspace has no policy at all (409 afterwards).
    */
   async genesis(caller: GenesisCaller, workspace: string, grants: { identity: string; role: Role }[]) {
-    const record = await this.directory.workspace(workspace);
-    if (caller.kind === 'identity' && !(record && (await this.directory.isActiveBillingAdmin(caller.identity, record.billingAccount)))) {
+    const found = await this.deps.workspaces.find(workspace);
+    const record = found?.live ? found : undefined;
+    if (caller.kind === 'identity' && !(record && (await this.deps.directory.isActiveBillingAdmin(caller.identity, record.billingAccount)))) {
       throw AppError.forbidden(
         `Genesis is a trusted bootstrap: only the admin token or a billing_admin of the workspace's billing account may call it`,
         'GENESIS_NOT_ALLOWED',
@@ -164,18 +136,15 @@ export class PolicyService {
     if (!grants.some((g) => g.role === 'owner')) {
       throw RequestValidationError.at(['body', 'grants'], 'at least one grant must have the owner role');
     }
-    const rows = await this.store.genesis(workspace, grants, caller.kind === 'admin' ? 'admin' : caller.identity);
+    const rows = await this.deps.store.genesis(workspace, grants, caller.kind === 'admin' ? 'admin' : caller.identity);
     return { workspace, policies: rows.map(policyDetail) };
   }
 
   /** CSV: every policy resolved against the workspace's actual datasets, one row per dataset it covers. */
   async effectivePermissionsCsv(caller: Principal, workspace: string): Promise<string> {
-    await this.authz.require(caller, 'owner', { workspace });
-    await this.requireWorkspace(workspace);
-    const [policies, datasets] = await Promise.all([
-      this.db.kysely.selectFrom('policies').selectAll().where('workspace', '=', workspace).orderBy('created_at').orderBy('policy_id').execute(),
-      this.directory.datasets(workspace),
-    ]);
+    await this.deps.authz.require(caller, 'owner', { workspace });
+    await requireLiveWorkspace(this.deps.workspaces, workspace);
+    const [policies, datasets] = await Promise.all([this.deps.store.list(workspace), this.deps.directory.datasets(workspace)]);
     const rows: string[][] = [];
     for (const policy of policies) {
       const pattern = parsePattern(policy.pattern)!;

@@ -1,107 +1,88 @@
-import { sql, type Kysely, type Selectable } from 'kysely';
-import { formatPattern, grantsQuery, parsePattern, roleAtLeast, type Authorizer, type Pattern, type Principal, type Role } from '../../core/authz/index.ts';
+import { sql, type Insertable, type Kysely, type Selectable } from 'kysely';
+import type { Grant, GrantSource, Role } from '../../core/authz/index.ts';
 import { newId } from '../../core/crypto/index.ts';
 import type { Database, Db, PoliciesTable } from '../../core/db/index.ts';
 import { AppError } from '../../core/errors/index.ts';
 
 export type PolicyRow = Selectable<PoliciesTable>;
-type Executor = Kysely<Database>;
+/** A policy about to be made (its id and times are the store's). */
+export type NewPolicy = Omit<Insertable<PoliciesTable>, 'policy_id' | 'created_at' | 'updated_at'>;
+/** The database, or the transaction a write runs in. */
+export type PolicyExecutor = Kysely<Database>;
 
 /** Arbitrary constant: the first key of every workspace's policy lock (the second is the hashed name). */
 const POLICY_LOCK_SPACE = 7_242_002;
 
-/** What a grant did: made the policy, found the principal's policy on that pattern, or (dry run) would make it. */
-export type GrantResult = { kind: 'created'; policy: PolicyRow } | { kind: 'exists'; policy: PolicyRow } | { kind: 'would_create' };
-
-/** The policy a change is about: by id, or (SQL REVOKE) the principal's on a pattern, which must hold `role`. */
-export type PolicyTarget = { policyId: string } | { principal: string; pattern: string; role: Role };
-
 /**
- * The one writer of the `policies` table (a purged workspace's rows aside), and the one place of the
- * rules that keep it whole; the policy service and SQL GRANT/REVOKE both call it:
- *
- * - nobody grants, changes or removes a role above their own: admin where the pattern points, and at
- *   least the role concerned (403 `PERMISSION_DENIED` / `ROLE_ABOVE_OWN`);
- * - one policy per workspace, principal and pattern (the unique index `policies_identity`);
- * - a workspace keeps an owner on `<ws>.*` (409 `LAST_OWNER`).
- *
- * Every write runs in one transaction that first takes the workspace's policy lock (a transaction-scoped
- * advisory lock), then reads what it checks — the caller's grants included — and writes. So writes to
- * one workspace's policies happen one at a time, each judged on what the one before it left: two owners
- * removing each other cannot both succeed, and identical grants racing make one policy.
+ * The `policies` table: the only code that reads or writes it. Other modules see it as a GrantSource
+ * (core/authz's Authorizer) or through the policy service; the rules of a change are the planner's
+ * (planner.ts), which reads and writes through these methods inside `locked`.
  */
-export class PolicyStore {
-  constructor(
-    private readonly db: Db,
-    private readonly authz: Authorizer,
-  ) {}
+export class PolicyStore implements GrantSource {
+  constructor(private readonly db: Db) {}
 
-  private locked<T>(workspace: string, fn: (trx: Executor) => Promise<T>): Promise<T> {
+  /**
+   * Runs `fn` in one transaction that first takes the workspace's policy lock (a transaction-scoped
+   * advisory lock), so writes to one workspace's policies happen one at a time.
+   */
+  locked<T>(workspace: string, fn: (trx: PolicyExecutor) => Promise<T>): Promise<T> {
     return this.db.kysely.transaction().execute(async (trx) => {
       await sql`SELECT pg_advisory_xact_lock(${POLICY_LOCK_SPACE}, hashtext(${workspace}))`.execute(trx);
       return fn(trx);
     });
   }
 
-  /**
-   * Throws unless the caller may manage a grant of `role` on `pattern`: admin on the resource the
-   * pattern names, and at least `role` there. Called early by the services (so a caller without
-   * authority learns nothing more), and again under the lock by every write.
-   */
-  async requireAuthority(caller: Principal, pattern: Pattern, role: Role, q: Executor = this.db.kysely): Promise<void> {
-    const grants = await grantsQuery(q, caller.identity, pattern.workspace).execute();
-    const held = this.authz.requireFrom(caller, grants, 'admin', { workspace: pattern.workspace, collection: pattern.collection, dataset: pattern.dataset });
-    if (!roleAtLeast(held, role)) {
-      throw AppError.forbidden(`An ${held} cannot grant, change or revoke the ${role} role: nobody grants above their own role, and only owners grant owner`, 'ROLE_ABOVE_OWN');
-    }
+  grantsOf(identity: string, workspace: string, q: PolicyExecutor = this.db.kysely): Promise<Grant[]> {
+    return q.selectFrom('policies').select(['pattern', 'role']).where('principal', '=', identity).where('workspace', '=', workspace).execute();
   }
 
-  /** Grants `role` on `pattern` (in its workspace) to a principal, unless it already holds a policy there. */
-  async grant(caller: Principal, input: { principal: string; principalType: string; role: Role; pattern: Pattern }, options: { dryRun?: boolean } = {}): Promise<GrantResult> {
-    const workspace = input.pattern.workspace;
-    const pattern = formatPattern(input.pattern);
-    return this.locked(workspace, async (trx) => {
-      await this.requireAuthority(caller, input.pattern, input.role, trx);
-      const existing = await lookup(trx, workspace, { principal: input.principal, pattern });
-      if (existing) return { kind: 'exists', policy: existing };
-      if (options.dryRun) return { kind: 'would_create' };
-      const policy = await trx
-        .insertInto('policies')
-        .values({ policy_id: newId('pol'), workspace, principal: input.principal, principal_type: input.principalType, role: input.role, pattern, created_by: caller.identity })
-        .returningAll()
-        .executeTakeFirstOrThrow();
-      return { kind: 'created', policy };
-    });
+  async workspacesOf(identity: string): Promise<string[]> {
+    const rows = await this.db.kysely.selectFrom('policies').select('workspace').distinct().where('principal', '=', identity).orderBy('workspace').execute();
+    return rows.map((r) => r.workspace);
   }
 
-  /** Changes a policy's role and pattern; the caller needs authority over both the old and the new. */
-  async update(caller: Principal, workspace: string, policyId: string, input: { role: Role; pattern: Pattern }): Promise<PolicyRow> {
-    const pattern = formatPattern(input.pattern);
-    return this.locked(workspace, async (trx) => {
-      const current = await find(trx, workspace, { policyId });
-      await this.requireAuthority(caller, parsePattern(current.pattern)!, current.role, trx);
-      await this.requireAuthority(caller, input.pattern, input.role, trx);
-      if (input.role !== 'owner' || pattern !== current.pattern) await assertOwnerRemains(trx, current);
-      if (pattern !== current.pattern) {
-        const other = await lookup(trx, workspace, { principal: current.principal, pattern });
-        if (other) throw policyExists(other);
-      }
-      return trx.updateTable('policies').set({ role: input.role, pattern, updated_at: new Date() }).where('policy_id', '=', policyId).returningAll().executeTakeFirstOrThrow();
-    });
+  /** Whether the identity holds any policy in the workspace. */
+  async hasAny(identity: string, workspace: string): Promise<boolean> {
+    const row = await this.db.kysely.selectFrom('policies').select('policy_id').where('workspace', '=', workspace).where('principal', '=', identity).limit(1).executeTakeFirst();
+    return row !== undefined;
   }
 
-  /** Deletes a policy (or, dry run, checks that it may); answers the policy. */
-  async remove(caller: Principal, workspace: string, target: PolicyTarget, options: { dryRun?: boolean } = {}): Promise<PolicyRow> {
-    return this.locked(workspace, async (trx) => {
-      const current = await find(trx, workspace, target);
-      if ('role' in target && current.role !== target.role) {
-        throw AppError.conflict(`${current.principal} holds ${current.role} on ${current.pattern}, not ${target.role}: revoke ${current.role} instead`, 'ROLE_MISMATCH');
-      }
-      await this.requireAuthority(caller, parsePattern(current.pattern)!, current.role, trx);
-      await assertOwnerRemains(trx, current);
-      if (!options.dryRun) await trx.deleteFrom('policies').where('policy_id', '=', current.policy_id).execute();
-      return current;
-    });
+  /** The workspace's policies, oldest first. */
+  list(workspace: string): Promise<PolicyRow[]> {
+    return this.db.kysely.selectFrom('policies').selectAll().where('workspace', '=', workspace).orderBy('created_at').orderBy('policy_id').execute();
+  }
+
+  /** A policy of the workspace by id, or the principal's on a pattern. */
+  find(workspace: string, target: { policyId: string } | { principal: string; pattern: string }, q: PolicyExecutor = this.db.kysely): Promise<PolicyRow | undefined> {
+    let query = q.selectFrom('policies').selectAll().where('workspace', '=', workspace);
+    query = 'policyId' in target ? query.where('policy_id', '=', target.policyId) : query.where('principal', '=', target.principal).where('pattern', '=', target.pattern);
+    return query.executeTakeFirst();
+  }
+
+  /** Whether the workspace has an owner on `pattern` other than the policy `except`. */
+  async hasOtherOwner(workspace: string, pattern: string, except: string, q: PolicyExecutor = this.db.kysely): Promise<boolean> {
+    const other = await q
+      .selectFrom('policies')
+      .select('policy_id')
+      .where('workspace', '=', workspace)
+      .where('role', '=', 'owner')
+      .where('pattern', '=', pattern)
+      .where('policy_id', '!=', except)
+      .limit(1)
+      .executeTakeFirst();
+    return other !== undefined;
+  }
+
+  insert(policy: NewPolicy, q: PolicyExecutor): Promise<PolicyRow> {
+    return q.insertInto('policies').values({ ...policy, policy_id: newId('pol') }).returningAll().executeTakeFirstOrThrow();
+  }
+
+  update(policyId: string, set: { role: Role; pattern: string }, q: PolicyExecutor): Promise<PolicyRow> {
+    return q.updateTable('policies').set({ ...set, updated_at: new Date() }).where('policy_id', '=', policyId).returningAll().executeTakeFirstOrThrow();
+  }
+
+  async delete(policyId: string, q: PolicyExecutor): Promise<void> {
+    await q.deleteFrom('policies').where('policy_id', '=', policyId).execute();
   }
 
   /** A workspace's first policies, one `<ws>.*` grant per identity; 409 once it has any policy. */
@@ -119,37 +100,9 @@ export class PolicyStore {
         .execute();
     });
   }
-}
 
-function lookup(q: Executor, workspace: string, target: PolicyTarget | { principal: string; pattern: string }): Promise<PolicyRow | undefined> {
-  let query = q.selectFrom('policies').selectAll().where('workspace', '=', workspace);
-  query = 'policyId' in target ? query.where('policy_id', '=', target.policyId) : query.where('principal', '=', target.principal).where('pattern', '=', target.pattern);
-  return query.executeTakeFirst();
-}
-
-async function find(q: Executor, workspace: string, target: PolicyTarget): Promise<PolicyRow> {
-  const row = await lookup(q, workspace, target);
-  if (row) return row;
-  if ('policyId' in target) throw AppError.notFound(`No policy ${target.policyId} in workspace '${workspace}'`, 'POLICY_NOT_FOUND');
-  throw AppError.notFound(`${target.principal} holds no grant on ${target.pattern}; nothing to revoke`, 'POLICY_NOT_FOUND');
-}
-
-export function policyExists(existing: PolicyRow): AppError {
-  return AppError.conflict(`'${existing.principal}' already has policy ${existing.policy_id} on ${existing.pattern}; update its role instead`, 'POLICY_EXISTS');
-}
-
-/** A workspace always keeps an owner on its whole pattern, or nobody could manage it again. */
-async function assertOwnerRemains(q: Executor, losing: PolicyRow): Promise<void> {
-  const whole = `${losing.workspace}.*`;
-  if (losing.role !== 'owner' || losing.pattern !== whole) return;
-  const other = await q
-    .selectFrom('policies')
-    .select('policy_id')
-    .where('workspace', '=', losing.workspace)
-    .where('role', '=', 'owner')
-    .where('pattern', '=', whole)
-    .where('policy_id', '!=', losing.policy_id)
-    .limit(1)
-    .executeTakeFirst();
-  if (!other) throw AppError.conflict(`This is the last owner policy of '${whole}'; grant another owner first`, 'LAST_OWNER');
+  /** Removes every policy of a workspace being purged. */
+  async removeWorkspace(workspace: string): Promise<void> {
+    await this.locked(workspace, (trx) => trx.deleteFrom('policies').where('workspace', '=', workspace).execute());
+  }
 }

@@ -1,3 +1,6 @@
+// Owners (only these read or write the tables; test/table-ownership.test.ts holds it): accounts,
+// members, workspaces and purged_workspaces belong to src/services/accounts; policies to
+// src/services/policy (its store), though its type lives here.
 import type { DefaultTimestamp, Json, NullableJson, Timestamp } from './types.ts';
 
 export type AccountRole = 'billing_admin' | 'member';

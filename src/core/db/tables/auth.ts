@@ -1,3 +1,5 @@
+// Owner: src/services/auth (credentials, refresh_tokens, revoked_access_tokens, signing_keys,
+// auth_failures); schema_migrations is core/db's migrator's. See test/table-ownership.test.ts.
 import type { Generated } from 'kysely';
 import type { DefaultTimestamp, Json, PermissionPair, Timestamp } from './types.ts';
 

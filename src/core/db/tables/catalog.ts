@@ -1,7 +1,7 @@
 import type { ColumnType, Generated } from 'kysely';
 import type { DefaultTimestamp, Json } from './types.ts';
 
-/** The catalog's tables (core/catalog owns them; see migration 0003 and docs/catalog.md). */
+/** The catalog's tables (core/catalog owns them, see test/table-ownership.test.ts; migration 0003 and docs/catalog.md). */
 
 export type DatasetKind = 'table' | 'view' | 'external';
 export type SnapshotOperation = 'create' | 'append' | 'overwrite' | 'delete' | 'maintenance';

@@ -1,3 +1,4 @@
+// Owner: src/services/jobs (jobs, variables; see test/table-ownership.test.ts).
 import type { ColumnType } from 'kysely';
 import type { DefaultTimestamp, Json, NullableJson, PermissionPair, Timestamp } from './types.ts';
 

@@ -1,3 +1,5 @@
+// Owners: secrets belong to src/services/jobs (its secret store), secret_data_keys to src/core/crypto
+// (see test/table-ownership.test.ts).
 import type { ColumnType } from 'kysely';
 import type { DefaultTimestamp, Timestamp } from './types.ts';
 

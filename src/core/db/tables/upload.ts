@@ -1,3 +1,5 @@
+// Owner: src/services/upload (upload_contracts, upload_writes, upload_write_parts, upload_commits;
+// see test/table-ownership.test.ts).
 import type { ColumnType } from 'kysely';
 import type { DefaultTimestamp, Json, NullableJson, PermissionPair, Timestamp } from './types.ts';
 

@@ -1,26 +1,19 @@
 import { formatPattern, type Authorizer, type Principal, type Resource } from '../../../core/authz/index.ts';
 import type { Catalog, Dataset, SnapshotSelector } from '../../../core/catalog/index.ts';
-import type { Db } from '../../../core/db/index.ts';
 import { AppError } from '../../../core/errors/index.ts';
-import type { PolicyService } from '../../policy/index.ts';
+import { assertLive, requireLiveWorkspace, type WorkspaceDirectory } from '../../accounts/index.ts';
+import type { PolicyChange, PolicyPlan, PolicyPlanner, PolicyRow } from '../../policy/index.ts';
 import type { ParamValue } from '../types.ts';
 import { StatementError, type Span } from './errors.ts';
 import type { AlterWorkspace, CreateSecret, CreateTag, DropTag, GrantStatement, LakeportStatement } from './parser.ts';
 import type { SecretStore } from './secret-store.ts';
 import { checkSecretShape, checkSecretValues, type HostResolver } from './secret-types.ts';
 
-/** What the statements need to know of a workspace from the account service (wired in app.ts). */
-export interface WorkspaceDirectory {
-  /** The account service's record of the workspace, or undefined when it has none. */
-  workspace(name: string): Promise<{ billingAccount: string; deleted: boolean } | undefined>;
-}
-
 export interface ExecutorDeps {
-  db: Db;
   authz: Authorizer;
   catalog: Catalog;
-  policy: PolicyService;
-  directory: WorkspaceDirectory;
+  policies: PolicyPlanner;
+  workspaces: WorkspaceDirectory;
   secrets: SecretStore;
   resolveHost: HostResolver;
 }
@@ -32,7 +25,7 @@ export interface StatementOutcome {
 
 /**
  * Runs Lakeport statements for a caller: every permission through core/authz, every effect through
- * the service that owns it (the policy service for GRANT/REVOKE, the catalog for tags and the
+ * the module that owns it (the policy planner for GRANT/REVOKE, the catalog for tags and the
  * workspace lock, the secret store for CREATE SECRET). With `dryRun` (the check endpoint) it runs
  * every check and changes nothing.
  *
@@ -74,13 +67,6 @@ export class StatementExecutor {
     }
   }
 
-  /** The account-service record of a live workspace: 404 when there is none, 409 when it is deleted. */
-  private async liveWorkspace(workspace: string, span: Span) {
-    const record = await this.deps.directory.workspace(workspace);
-    if (record?.deleted) throw new StatementError('WORKSPACE_DELETED', `Workspace '${workspace}' is deleted; restore it first`, span, 409);
-    return record;
-  }
-
   private async requireNamespace(workspace: string, span: Span) {
     const namespace = await this.deps.catalog.findNamespace(workspace);
     if (!namespace) throw new StatementError('WORKSPACE_NOT_FOUND', `Workspace '${workspace}' does not exist`, span, 404);
@@ -105,7 +91,7 @@ export class StatementExecutor {
       );
     }
     await this.requireNamespace(workspace, s.workspace);
-    const record = await this.liveWorkspace(workspace, s.workspace);
+    const record = await this.deps.workspaces.find(workspace);
     if (!record) {
       throw new StatementError(
         'NO_BILLING_ACCOUNT',
@@ -114,6 +100,7 @@ export class StatementExecutor {
         409,
       );
     }
+    await this.at(s.workspace, async () => assertLive(record));
     const spans = Object.fromEntries(s.options.map((o) => [o.key.value, o.value]));
     await checkSecretValues(spec.type, values, spans, this.deps.resolveHost);
 
@@ -156,14 +143,16 @@ export class StatementExecutor {
   }
 
   // ── GRANT / REVOKE ──
-  // The rules and the writes are the policy store's (the policy service's own), under the workspace's
-  // policy lock; here they are only put in SQL's words, at the place in the statement they are about.
+  // The rules are the policy planner's, the same the policy API plans with; here the plan is only put
+  // in SQL's words, and a refusal at the place in the statement it is about.
 
-  /** Where in a GRANT/REVOKE a refusal of the policy store points. */
+  /** Where in a GRANT/REVOKE a refusal of the planner points. */
   private static grantSpan(s: GrantStatement) {
     return (code: string): Span => {
       switch (code) {
         case 'PERMISSION_DENIED':
+        case 'WORKSPACE_NOT_FOUND':
+        case 'WORKSPACE_DELETED':
           return s.pattern;
         case 'ROLE_ABOVE_OWN':
         case 'ROLE_MISMATCH':
@@ -177,48 +166,37 @@ export class StatementExecutor {
     };
   }
 
-  /** Authority first (so a caller without it learns nothing of the workspace), then a live workspace. */
-  private async grantPreconditions(caller: Principal, s: GrantStatement): Promise<void> {
-    const workspace = s.pattern.value.workspace;
-    await this.at(StatementExecutor.grantSpan(s), () => this.deps.policy.store.requireAuthority(caller, s.pattern.value, s.role.value));
-    const record = await this.liveWorkspace(workspace, s.pattern);
-    if (!record) throw new StatementError('WORKSPACE_NOT_FOUND', `Workspace '${workspace}' does not exist`, s.pattern, 404);
+  private plan(caller: Principal, s: GrantStatement, change: PolicyChange) {
+    return this.at(StatementExecutor.grantSpan(s), () => this.deps.policies.plan(caller, s.pattern.value.workspace, change));
+  }
+
+  private apply(s: GrantStatement, plan: PolicyPlan) {
+    return this.at(StatementExecutor.grantSpan(s), () => this.deps.policies.apply(plan));
   }
 
   private async grant(caller: Principal, s: GrantStatement, dryRun: boolean): Promise<StatementOutcome> {
     const pattern = formatPattern(s.pattern.value);
-    const { identity, type } = s.principal.value;
-    await this.grantPreconditions(caller, s);
-    const result = await this.at(StatementExecutor.grantSpan(s), () =>
-      this.deps.policy.store.grant(caller, { principal: identity, principalType: type, role: s.role.value, pattern: s.pattern.value }, { dryRun }),
-    );
-    switch (result.kind) {
-      case 'would_create':
-        return { message: `Would grant ${s.role.value} on ${pattern} to ${identity}` };
-      case 'created':
-        return { message: `Granted ${result.policy.role} on ${result.policy.pattern} to ${identity} (policy ${result.policy.policy_id})` };
-      case 'exists': {
-        const existing = result.policy;
-        if (existing.role === s.role.value) return { message: `${identity} already holds ${existing.role} on ${pattern} (policy ${existing.policy_id}); nothing changed` };
-        throw new StatementError(
-          'POLICY_EXISTS',
-          `${identity} already holds ${existing.role} on ${pattern} (policy ${existing.policy_id}): REVOKE ${existing.role} ON ${pattern} FROM ${identity} first, or change that policy's role in the policy service`,
-          s.principal,
-          409,
-        );
-      }
-    }
+    const { identity } = s.principal.value;
+    const held = (policy: PolicyRow) => ({ message: `${identity} already holds ${policy.role} on ${pattern} (policy ${policy.policy_id}); nothing changed` });
+    const plan = await this.plan(caller, s, { kind: 'grant', principal: s.principal.value, role: s.role.value, pattern: s.pattern.value });
+    if (plan.effect.kind === 'keep') return held(plan.effect.policy);
+    if (dryRun) return { message: `Would grant ${s.role.value} on ${pattern} to ${identity}` };
+    const { kind, policy } = await this.apply(s, plan);
+    // Granted by someone else between the plan and now.
+    if (kind === 'keep') return held(policy);
+    return { message: `Granted ${policy.role} on ${policy.pattern} to ${identity} (policy ${policy.policy_id})` };
   }
 
   private async revoke(caller: Principal, s: GrantStatement, dryRun: boolean): Promise<StatementOutcome> {
-    const workspace = s.pattern.value.workspace;
     const pattern = formatPattern(s.pattern.value);
     const { identity } = s.principal.value;
-    await this.grantPreconditions(caller, s);
-    const policy = await this.at(StatementExecutor.grantSpan(s), () =>
-      this.deps.policy.store.remove(caller, workspace, { principal: identity, pattern, role: s.role.value }, { dryRun }),
-    );
-    if (dryRun) return { message: `Would revoke ${policy.role} on ${pattern} from ${identity} (policy ${policy.policy_id})` };
+    const plan = await this.plan(caller, s, { kind: 'revoke', target: { principal: identity, pattern: s.pattern.value, role: s.role.value } });
+    if (dryRun) {
+      const { effect } = plan;
+      if (effect.kind !== 'delete') throw new Error(`a REVOKE plans a delete, not a ${effect.kind}`);
+      return { message: `Would revoke ${effect.policy.role} on ${pattern} from ${identity} (policy ${effect.policy.policy_id})` };
+    }
+    const { policy } = await this.apply(s, plan);
     return { message: `Revoked ${policy.role} on ${pattern} from ${identity} (policy ${policy.policy_id} deleted)` };
   }
 
@@ -291,9 +269,8 @@ export class StatementExecutor {
     if (!(await this.deps.authz.can(caller, 'owner', { workspace }))) {
       throw new StatementError('PERMISSION_DENIED', `Only an owner of the whole workspace (${workspace}.*) may change its deletion_protection`, s.workspace, 403);
     }
-    const record = await this.liveWorkspace(workspace, s.workspace);
+    await this.at(s.workspace, () => requireLiveWorkspace(this.deps.workspaces, workspace));
     await this.requireNamespace(workspace, s.workspace);
-    if (!record) throw new StatementError('WORKSPACE_NOT_FOUND', `Workspace '${workspace}' does not exist`, s.workspace, 404);
     const state = s.value.value ? 'ON' : 'OFF';
     const effect = s.value.value ? 'it cannot be deleted until its owner sets it OFF' : 'it can be deleted';
     if (dryRun) return { message: `Would set deletion_protection of workspace ${workspace} ${state}` };

@@ -5,24 +5,25 @@ import { newId, type Sealer } from '../../../core/crypto/index.ts';
 import type { Db } from '../../../core/db/index.ts';
 import { quoteString } from '../../../core/engine/index.ts';
 import type { BlobStore } from '../../../core/storage/index.ts';
-import type { PolicyService } from '../../policy/index.ts';
+import type { WorkspaceDirectory } from '../../accounts/index.ts';
+import type { PolicyPlanner } from '../../policy/index.ts';
 import type { JobRepo, JobRow } from '../repo.ts';
 import type { ParamValue } from '../types.ts';
 import { placeOf, StatementError, toHttpError } from './errors.ts';
-import { StatementExecutor, type WorkspaceDirectory } from './executor.ts';
+import { StatementExecutor } from './executor.ts';
 import { isLakeportText, parseStatement, redactedSecretText, type LakeportStatement } from './parser.ts';
 import { SecretStore } from './secret-store.ts';
 import { systemResolver, type HostResolver } from './secret-types.ts';
 
 export { SecretStore } from './secret-store.ts';
 export { isLakeportText, parseStatement, redactedSecretText } from './parser.ts';
-export type { WorkspaceDirectory } from './executor.ts';
 export type { HostResolver } from './secret-types.ts';
 
 /** What app.ts hands the job service for Lakeport's own statements. */
 export interface StatementOptions {
-  policy: PolicyService;
-  directory: WorkspaceDirectory;
+  /** GRANT/REVOKE plan and apply through the policy module's planner. */
+  policies: PolicyPlanner;
+  workspaces: WorkspaceDirectory;
   /** The master key's sealer: it wraps the per-billing-account data keys. */
   sealer: Sealer;
   /** How http_endpoint host names are resolved (tests pass their own). */
@@ -56,11 +57,10 @@ export class LakeportStatements {
   constructor(private readonly deps: StatementDeps) {
     this.secrets = new SecretStore(deps.db, deps.sealer);
     this.executor = new StatementExecutor({
-      db: deps.db,
       authz: deps.authz,
       catalog: deps.catalog,
-      policy: deps.policy,
-      directory: deps.directory,
+      policies: deps.policies,
+      workspaces: deps.workspaces,
       secrets: this.secrets,
       resolveHost: deps.resolveHost ?? systemResolver,
     });
