@@ -154,6 +154,7 @@ export async function buildApp(deps: AppDeps, options: AppOptions = {}): Promise
         await deps.blobs.deletePrefix(`lake/${workspace}/`);
       },
     },
+    log: app.log.child({ module: 'accounts' }),
   });
   const upload = createUploadService({
     db: deps.db,
@@ -163,6 +164,7 @@ export async function buildApp(deps: AppDeps, options: AppOptions = {}): Promise
     blobs: deps.blobs,
     verifier: auth.verifier,
     scratchDir: deps.scratchDir,
+    log: app.log.child({ module: 'upload' }),
   });
   const jobs = createJobsService({
     db: deps.db,
@@ -179,7 +181,7 @@ export async function buildApp(deps: AppDeps, options: AppOptions = {}): Promise
     isolation: deps.jobs.isolation ?? 'inline',
     memoryBudgetBytes: deps.jobs.memoryBudgetBytes,
     results: deps.jobs.results,
-    log: app.log,
+    log: app.log.child({ module: 'jobs' }),
     worker: { concurrency: Math.max(1, deps.jobs.workers), perIdentity: deps.jobs.perIdentity ?? Math.max(1, deps.jobs.workers) },
     external: deps.jobs.external,
     statements: {
@@ -222,6 +224,7 @@ export async function buildApp(deps: AppDeps, options: AppOptions = {}): Promise
       return record !== undefined && !record.deleted_at;
     },
     db: deps.db,
+    log: app.log.child({ module: 'odata' }),
   });
   await mount('/odata', 'OData service', 'OData v4 over every dataset the caller may read, for Power BI, Excel and scripts.', odata.routes);
 

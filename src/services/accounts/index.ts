@@ -3,6 +3,7 @@ import type { Authorizer } from '../../core/authz/index.ts';
 import type { Catalog } from '../../core/catalog/index.ts';
 import type { Db } from '../../core/db/index.ts';
 import type { TokenVerifier } from '../../core/http/index.ts';
+import type { Logger } from '../../core/logger.ts';
 import { accountRoutes } from './account-routes.ts';
 import { AccountService } from './account-service.ts';
 import { WorkspaceRepo } from './workspace-repo.ts';
@@ -30,6 +31,8 @@ export interface AccountsOptions {
   namespaces: NamespacePort;
   genesis: GenesisPort;
   lake: LakeFiles;
+  /** Where the workspace purge reports a workspace it could not purge. */
+  log: Logger;
 }
 
 /** The account service: accounts, members and invoices on both prefixes, plus each prefix's workspace routes. */
@@ -43,6 +46,7 @@ export function createAccountsService(options: AccountsOptions) {
     genesis: options.genesis,
     authz: options.authz,
     files: options.lake,
+    log: options.log,
   });
   const common = accountRoutes({ accounts, verifier: options.verifier });
   const routesFor =

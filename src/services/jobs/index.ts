@@ -5,6 +5,7 @@ import type { Db } from '../../core/db/index.ts';
 import { InlineQueryEngine, parseSize, ProcessQueryEngine, tokenizeSql, type EngineOptions, type Ingestor, type QueryEngine, type SandboxOptions, type SqlAnalyzer } from '../../core/engine/index.ts';
 import type { TokenVerifier } from '../../core/http/index.ts';
 import type { BlobStore } from '../../core/storage/index.ts';
+import type { Logger } from '../../core/logger.ts';
 import { AppError } from '../../core/errors/index.ts';
 import { QueryChecker } from './check.ts';
 import { ExternalFetcher, ExternalReadPlanner, type ExternalReadOptions } from './external/index.ts';
@@ -15,7 +16,7 @@ import { SandboxJobRunner, type JobEngines } from './runner.ts';
 import { JobsService } from './service.ts';
 import { LakeportStatements, SecretStore, type StatementOptions } from './statements/index.ts';
 import { placeOf } from './statements/errors.ts';
-import { DEFAULT_WORKER_OPTIONS, WorkerPool, type WorkerLog, type WorkerOptions } from './worker.ts';
+import { DEFAULT_WORKER_OPTIONS, WorkerPool, type WorkerOptions } from './worker.ts';
 
 export { JobsService } from './service.ts';
 export { WorkerPool, DEFAULT_WORKER_OPTIONS, type WorkerOptions } from './worker.ts';
@@ -40,7 +41,8 @@ export interface JobsOptions {
   /** Memory of all job queries together (process isolation): the child's data limit. */
   memoryBudgetBytes?: number;
   results?: Partial<ResultPolicy>;
-  log?: WorkerLog;
+  /** Where background work (the worker pool, the runner, result sweeps) reports failures. */
+  log: Logger;
   worker?: Partial<WorkerOptions>;
   /** What CREATE SECRET, GRANT, REVOKE, CREATE/DROP TAG and ALTER WORKSPACE need. */
   statements: StatementOptions;
@@ -58,9 +60,9 @@ export function createJobsService(options: JobsOptions) {
   const results = { ...DEFAULT_RESULT_POLICY, ...options.results };
   const engines = jobEngines(options, workerOptions.concurrency);
   const limits = { perJob: results.maxBytes, perIdentity: results.quotaBytes, retainedBy: (owner: string) => repo.retainedResultBytes(owner) };
-  const runner = new SandboxJobRunner(planner, options.blobs, engines, limits, external);
+  const runner = new SandboxJobRunner(planner, options.blobs, engines, limits, external, options.log);
   const pool = new WorkerPool(repo, runner, workerOptions, options.log);
-  const statements = new LakeportStatements({ ...options.statements, db: options.db, authz: options.authz, catalog: options.catalog, repo, blobs: options.blobs, timeoutMs: options.timeoutMs });
+  const statements = new LakeportStatements({ ...options.statements, db: options.db, authz: options.authz, catalog: options.catalog, repo, blobs: options.blobs, timeoutMs: options.timeoutMs, log: options.log });
   const refuseExternalReads = async (caller: Principal, sqlText: string) => {
     const refusal = await planner.refuseExternalReads(caller, sqlText);
     if (!refusal) return undefined;
@@ -79,6 +81,7 @@ export function createJobsService(options: JobsOptions) {
     refuseExternalReads,
     prepareAhead: (sqlText) => options.analyzer.warm(sqlText),
     resultRetentionMs: results.retentionMs,
+    log: options.log,
   });
   const checker = new QueryChecker(planner, repo, options.catalog, options.authz, statements);
   return { jobs, pool, statements, routes: jobRoutes({ jobs, checker, verifier: options.verifier }) };
@@ -110,8 +113,9 @@ function jobEngines(options: JobsOptions, concurrency: number): JobEngines {
   const share = Math.floor((budget * 0.8) / concurrency / 2 ** 20);
   const perJob = memoryLimit ? Math.min(share, Math.floor(parseSize(memoryLimit) / 2 ** 20)) : share;
   const engine: EngineOptions = { memoryLimit: `${Math.max(64, perJob)}MiB`, threads, tempDirectory };
-  const shared: QueryEngine = new ProcessQueryEngine({ engine, memoryBudgetBytes: budget, concurrency });
-  return { shared, isolated: () => new ProcessQueryEngine({ engine, memoryBudgetBytes: budget, concurrency: 1, pooled: false }) };
+  const { log } = options;
+  const shared: QueryEngine = new ProcessQueryEngine({ engine, memoryBudgetBytes: budget, concurrency, log });
+  return { shared, isolated: () => new ProcessQueryEngine({ engine, memoryBudgetBytes: budget, concurrency: 1, pooled: false, log }) };
 }
 
 /** The end of the token at `position` (a string literal, a name…), for the span an error underlines. */

@@ -1,6 +1,8 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { QueryEngineCrashedError, SandboxInterruptedError, SandboxQueryError, type InterruptReason, type QueryEngine, type QueryRequest, type QueryRun } from '../../core/engine/index.ts';
+import { readdirIfExists, statIfExists } from '../../core/files.ts';
+import { silentLogger, type Logger } from '../../core/logger.ts';
 import type { BlobStore } from '../../core/storage/index.ts';
 import { ExternalReadFailure, type ExternalFetcher, type FetchedReads } from './external/index.ts';
 import { jobError, type PreparedQuery, type QueryPlanner } from './planner.ts';
@@ -63,6 +65,7 @@ export class SandboxJobRunner implements JobRunner {
     readonly engines: JobEngines,
     private readonly limits: ResultLimits,
     private readonly external?: ExternalReading,
+    private readonly log: Logger = silentLogger,
   ) {}
 
   start(job: JobRow) {
@@ -137,7 +140,8 @@ export class SandboxJobRunner implements JobRunner {
     await fs.mkdir(this.external.directory, { recursive: true });
     if (!this.swept) {
       this.swept = true;
-      await this.sweepStaleCopies();
+      // Best effort: a directory that cannot be removed now is tried again at the next start.
+      await this.sweepStaleCopies().catch((error: unknown) => this.log.warn({ err: error }, 'could not remove stale copies of private storage'));
     }
     const directory = await fs.mkdtemp(path.join(this.external.directory, `${job.execution_id}-`));
     try {
@@ -204,12 +208,10 @@ export class SandboxJobRunner implements JobRunner {
   /** Removes job directories of copies older than a day: left by a process that stopped mid-job. */
   private async sweepStaleCopies(): Promise<void> {
     if (!this.external) return;
-    const entries = await fs.readdir(this.external.directory, { withFileTypes: true }).catch(() => []);
-    for (const entry of entries) {
-      if (!entry.isDirectory()) continue;
-      const full = path.join(this.external.directory, entry.name);
-      const stat = await fs.stat(full).catch(() => undefined);
-      if (stat && Date.now() - stat.mtimeMs > STALE_COPIES_MS) await fs.rm(full, { recursive: true, force: true });
+    for (const name of await readdirIfExists(this.external.directory)) {
+      const full = path.join(this.external.directory, name);
+      const stat = await statIfExists(full);
+      if (stat?.isDirectory() && Date.now() - stat.mtimeMs > STALE_COPIES_MS) await fs.rm(full, { recursive: true, force: true });
     }
   }
 }

@@ -3,6 +3,7 @@ import type { Catalog } from '../../core/catalog/index.ts';
 import type { RowReader } from '../../core/engine/index.ts';
 import type { Db } from '../../core/db/index.ts';
 import type { TokenVerifier } from '../../core/http/index.ts';
+import type { Logger } from '../../core/logger.ts';
 import type { BlobStore } from '../../core/storage/index.ts';
 import type { ClientAuthenticator } from './auth.ts';
 import { RangeCursors } from './cursor.ts';
@@ -24,10 +25,12 @@ export interface ODataOptions {
   baseUrl: () => string;
   workspaceActive(name: string): Promise<boolean>;
   db: Db;
+  /** Where pages read ahead and cursors report what failed off the request path. */
+  log: Logger;
 }
 
 /** The OData v4 service: datasets as entity sets, for BI tools and OData clients. */
 export function createODataService(options: ODataOptions) {
   const odata = new ODataService({ ...options, access: new DatasetAccessLookup(options.db) });
-  return { odata, routes: odataRoutes({ odata, verifier: options.verifier, clients: options.clients, baseUrl: options.baseUrl, pages: new RowPages({ odata, readAhead: new ReadAhead(), cursors: new RangeCursors() }) }) };
+  return { odata, routes: odataRoutes({ odata, verifier: options.verifier, clients: options.clients, baseUrl: options.baseUrl, pages: new RowPages({ odata, readAhead: new ReadAhead(undefined, options.log), cursors: new RangeCursors(), log: options.log }) }) };
 }

@@ -3,6 +3,7 @@ import type { Catalog } from '../../core/catalog/index.ts';
 import type { Db } from '../../core/db/index.ts';
 import type { Ingestor } from '../../core/engine/index.ts';
 import type { TokenVerifier } from '../../core/http/index.ts';
+import type { Logger } from '../../core/logger.ts';
 import type { BlobStore } from '../../core/storage/index.ts';
 import { UploadRepo } from './repo.ts';
 import { uploadRoutes } from './routes.ts';
@@ -19,6 +20,8 @@ export interface UploadOptions {
   verifier: TokenVerifier;
   scratchDir: string;
   limits?: Partial<UploadLimits>;
+  /** Where the contract sweep and failed cleanups are reported. */
+  log: Logger;
 }
 
 export function createUploadService(options: UploadOptions) {
