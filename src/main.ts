@@ -1,12 +1,14 @@
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
+import { pino } from 'pino';
 import { buildApp, type AppDeps } from './app.ts';
 import type { Config } from './config.ts';
 import { loadMasterKey, readOrCreateSecretFile, Sealer } from './core/crypto/index.ts';
 import { migrate, openDatabase, type Db } from './core/db/index.ts';
 import { addServerPath } from './core/errors/index.ts';
 import { AdminToken, PublicUrl } from './core/http/index.ts';
+import type { Logger } from './core/logger.ts';
 import { Ingestor, RowReader, SqlAnalyzer } from './core/engine/index.ts';
 import { createBlobStore, parseStorageUrl, sweepScratch } from './core/storage/index.ts';
 
@@ -18,8 +20,11 @@ export interface Runtime {
   adminTokenFile?: string;
 }
 
-/** Builds everything a server, worker or CLI command needs from the parsed configuration. */
-export async function openRuntime(config: Config): Promise<Runtime> {
+/**
+ * Builds everything a server, worker or CLI command needs from the parsed configuration. `log` gets
+ * what fails in the pieces built here (the scratch sweep, the blob store) before and beside the app's own log.
+ */
+export async function openRuntime(config: Config, log: Logger): Promise<Runtime> {
   fs.mkdirSync(config.dataDir, { recursive: true });
   // No error a user sees names a path under the data directory or the lake's directory.
   addServerPath(config.dataDir);
@@ -28,7 +33,7 @@ export async function openRuntime(config: Config): Promise<Runtime> {
   const db = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
   await migrate(db);
   // After the embedded database's lock is held: with it, this process alone uses the data directory.
-  const leftover = await sweepScratch(path.join(config.dataDir, 'tmp'), { exclusive: !config.databaseUrl });
+  const leftover = await sweepScratch(path.join(config.dataDir, 'tmp'), { exclusive: !config.databaseUrl, log: log.child({ module: 'scratch' }) });
   if (leftover > 0) process.stdout.write(`removed ${Math.round(leftover / 2 ** 20)} MiB of scratch files left by an earlier process\n`);
   const sealer = new Sealer(loadMasterKey(config.dataDir, config.masterKey));
   let adminToken = config.adminToken;
@@ -51,7 +56,7 @@ export async function openRuntime(config: Config): Promise<Runtime> {
       publicUrl: new PublicUrl(config.publicUrl, config.host, config.port),
       accessTokenTtlSeconds: config.accessTokenTtlSeconds,
       refreshTokenTtlDays: config.refreshTokenTtlDays,
-      blobs: await createBlobStore(config),
+      blobs: await createBlobStore({ ...config, log: log.child({ module: 'storage' }) }),
       ingestor: await Ingestor.create({ tempDirectory: path.join(config.dataDir, 'tmp', 'duckdb') }),
       reader: await RowReader.create({ tempDirectory: path.join(config.dataDir, 'tmp', 'duckdb-read'), scratchDirectory: path.join(config.dataDir, 'tmp', 'read-out') }),
       scratchDir: path.join(config.dataDir, 'tmp', 'scratch'),
@@ -73,7 +78,7 @@ export async function openRuntime(config: Config): Promise<Runtime> {
 
 /** `lakeport worker`: runs queued query jobs (and upkeep) without serving HTTP; any number may share one PostgreSQL. */
 export async function work(config: Config): Promise<void> {
-  const runtime = await openRuntime(config);
+  const runtime = await openRuntime(config, pino({ level: config.logLevel }));
   const app = await buildApp(runtime.deps, { logger: { level: config.logLevel }, backgroundTasks: true, workers: true });
   await app.ready();
   process.stdout.write(`Lakeport worker ${app.lakeport.workers.id} running ${config.jobWorkers} jobs at once\n`);
@@ -88,7 +93,7 @@ export async function work(config: Config): Promise<void> {
 
 /** `lakeport serve` / `npm start`: every service from one process. */
 export async function serve(config: Config): Promise<void> {
-  const runtime = await openRuntime(config);
+  const runtime = await openRuntime(config, pino({ level: config.logLevel }));
   const app = await buildApp(runtime.deps, { logger: { level: config.logLevel }, backgroundTasks: true, workers: true, trustProxy: config.trustProxy });
   const address = await app.listen({ host: config.host, port: config.port });
   if (!config.publicUrl) runtime.deps.publicUrl.settle(address);
