@@ -107,7 +107,8 @@ function jobEngines(options: JobsOptions, concurrency: number): JobEngines {
   const { memoryLimit, threads, tempDirectory } = options.sandbox;
   if (options.isolation === 'inline') {
     const engine: EngineOptions = { memoryLimit, threads, tempDirectory };
-    return { shared: new InlineQueryEngine(engine), isolated: () => new InlineQueryEngine(engine, { maxIdle: 0 }) };
+    const { log } = options;
+    return { shared: new InlineQueryEngine(engine, { log }), isolated: () => new InlineQueryEngine(engine, { maxIdle: 0, log }) };
   }
   const budget = options.memoryBudgetBytes ?? concurrency * 2 ** 30 + 2 ** 29;
   const share = Math.floor((budget * 0.8) / concurrency / 2 ** 20);
