@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import { recordingLogger } from '../../../test/recording-logger.ts';
 import type { Logger } from '../../core/logger.ts';
 import type { JobRepo, JobRow } from './repo.ts';
 import { WorkerPool, type JobOutcome, type JobRunner, type WorkerOptions } from './worker.ts';
@@ -214,17 +215,6 @@ describe('worker round trips', () => {
     for (const ids of repo.heartbeats) expect(ids).toEqual(['slow-1']);
   });
 });
-
-/** A logger that keeps what it is given. */
-function recordingLogger() {
-  const entries: { level: string; fields: Record<string, unknown>; message: string }[] = [];
-  const at =
-    (level: string) =>
-    (fields: object, message: string): void =>
-      void entries.push({ level, fields: fields as Record<string, unknown>, message });
-  const log: Logger = { debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error'), child: () => log };
-  return { log, entries };
-}
 
 describe('a finish the database refuses', () => {
   it('is logged and tried again, and the job still ends as it ran', async () => {
