@@ -75,6 +75,16 @@ export class SandboxJobRunner implements JobRunner {
     const abort = new AbortController();
     const abandoned = new Promise<JobOutcome>((resolve) => (giveUp = resolve));
     const work = this.run(job, (r) => (run = r), () => stop, abort.signal);
+    let settled = false;
+    let givenUp = false;
+    // What a job given up on produces later is thrown away; a failure then still goes to the log.
+    work.then(
+      () => (settled = true),
+      (error: unknown) => {
+        settled = true;
+        if (givenUp) this.log.warn({ err: error, execution_id: job.execution_id }, 'a job finished without waiting for it failed afterwards');
+      },
+    );
     return {
       done: Promise.race([work, abandoned]),
       cancel: (reason: 'cancelled' | 'timeout') => {
@@ -82,7 +92,12 @@ export class SandboxJobRunner implements JobRunner {
         stop = reason;
         abort.abort(new SandboxInterruptedError(reason));
         run?.interrupt(reason);
-        setTimeout(() => giveUp?.(this.stopped(reason, job)), STOP_GRACE_MS).unref();
+        setTimeout(() => {
+          if (settled) return;
+          givenUp = true;
+          this.log.warn({ execution_id: job.execution_id, reason, grace_ms: STOP_GRACE_MS }, 'a job did not stop within its grace time; it is finished without waiting for it');
+          giveUp?.(this.stopped(reason, job));
+        }, STOP_GRACE_MS).unref();
       },
     };
   }
