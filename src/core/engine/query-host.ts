@@ -131,14 +131,16 @@ export class ProcessQueryEngine implements QueryEngine {
 
   /** The child is gone: what ran in it failed with it; the next run starts a new one. */
   private lost(child: ChildProcess, detail: string): void {
-    if (this.child === child) this.child = undefined;
+    // 'error' and 'exit' may both report one child: it is logged once, while it is the current one.
+    const current = this.child === child;
+    if (current) this.child = undefined;
     const spill = this.options.engine.tempDirectory;
     if (spill && child.pid) {
       const dir = path.join(spill, String(child.pid));
       fs.rm(dir, { recursive: true, force: true }, (error) => error && this.log.warn({ err: error, dir }, 'could not remove the spill directory of a query process'));
     }
     if (this.closed && this.pending.size === 0) return;
-    this.log.error({ pid: child.pid, detail, running: this.pending.size }, 'the query process stopped; its queries fail and the next one starts a new process');
+    if (current) this.log.error({ pid: child.pid, detail, running: this.pending.size }, 'the query process stopped; its queries fail and the next one starts a new process');
     const crashed = new QueryEngineCrashedError(detail);
     for (const [id, pending] of this.pending) {
       this.pending.delete(id);

@@ -343,7 +343,9 @@ export class S3BlobStore implements BlobStore {
       const st = await fsp.stat(file);
       this.remember(file, st.size);
       // The time a cached copy was last used survives a restart (loadCache orders by it); evicted meanwhile is fine.
-      await fsp.utimes(file, new Date(), new Date()).catch((error: unknown) => isNotFoundError(error) || this.log.warn({ err: error, file }, 'could not mark a cached copy used'));
+      await fsp.utimes(file, new Date(), new Date()).catch((error: unknown) => {
+        if (!isNotFoundError(error)) this.log.warn({ err: error, file }, 'could not mark a cached copy used');
+      });
       return file;
     } catch (err) {
       if (errno(err) !== 'ENOENT') throw err;

@@ -174,7 +174,9 @@ export class RangeCursor {
         .then(
           () => this.writeAhead(),
           // A failed range fails the page that reads it; the log says why it failed ahead of time.
-          (error: unknown) => this.closed || this.log.warn({ err: error }, 'an OData cursor could not read its next range ahead'),
+          (error: unknown) => {
+            if (!this.closed) this.log.warn({ err: error }, 'an OData cursor could not read its next range ahead');
+          },
         );
     }
   }
