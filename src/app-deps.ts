@@ -3,6 +3,7 @@ import type { AppDeps } from './app.ts';
 import type { Config } from './config.ts';
 import { loadMasterKey, Sealer } from './core/crypto/index.ts';
 import { PublicUrl } from './core/http/index.ts';
+import type { Logger } from './core/logger.ts';
 import { Ingestor, RowReader, SqlAnalyzer } from './core/engine/index.ts';
 import { createBlobStore } from './core/storage/index.ts';
 
@@ -14,17 +15,17 @@ export type ProvidedDeps = Pick<AppDeps, 'db' | 'adminToken'> & Partial<AppDeps>
 
 /**
  * The application's dependencies from the parsed configuration: the one place that maps settings
- * to parts, for `lakeport serve`/`worker`/CLI (main.ts) and tests (test/harness.ts, which provide
+ * to parts (`log` gets what fails in them off the request path), for `lakeport serve`/`worker`/CLI (main.ts) and tests (test/harness.ts, which provide
  * an in-memory database and engines shared by a test file).
  */
-export async function createAppDeps(config: Config, provided: ProvidedDeps): Promise<AppDeps> {
+export async function createAppDeps(config: Config, provided: ProvidedDeps, log: Logger): Promise<AppDeps> {
   const tmp = path.join(config.dataDir, 'tmp');
   return {
     sealer: provided.sealer ?? new Sealer(loadMasterKey(config.dataDir, config.masterKey)),
     publicUrl: new PublicUrl(config.publicUrl, config.host, config.port),
     accessTokenTtlSeconds: config.accessTokenTtlSeconds,
     refreshTokenTtlDays: config.refreshTokenTtlDays,
-    blobs: provided.blobs ?? (await createBlobStore(config)),
+    blobs: provided.blobs ?? (await createBlobStore({ ...config, log: log.child({ module: 'storage' }) })),
     ingestor: provided.ingestor ?? (await Ingestor.create({ tempDirectory: path.join(tmp, 'duckdb') })),
     reader: provided.reader ?? (await RowReader.create({ tempDirectory: path.join(tmp, 'duckdb-read'), scratchDirectory: path.join(tmp, 'read-out') })),
     scratchDir: path.join(tmp, 'scratch'),

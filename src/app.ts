@@ -189,7 +189,7 @@ async function createServices(deps: AppDeps, log: FastifyBaseLogger) {
       },
     },
     genesisRoute: policy.genesisRoute('accounts'),
-    log,
+    log: log.child({ module: 'accounts' }),
   });
   const upload = createUploadService({
     db: deps.db,
@@ -199,7 +199,7 @@ async function createServices(deps: AppDeps, log: FastifyBaseLogger) {
     blobs: deps.blobs,
     verifier: auth.verifier,
     scratchDir: deps.scratchDir,
-    log,
+    log: log.child({ module: 'upload' }),
   });
   const jobs = createJobsService({
     db: deps.db,
@@ -216,7 +216,7 @@ async function createServices(deps: AppDeps, log: FastifyBaseLogger) {
     isolation: deps.jobs.isolation ?? 'inline',
     memoryBudgetBytes: deps.jobs.memoryBudgetBytes,
     results: deps.jobs.results,
-    log,
+    log: log.child({ module: 'jobs' }),
     worker: { concurrency: deps.jobs.workers, perIdentity: deps.jobs.perIdentity ?? Math.max(1, deps.jobs.workers) },
     external: deps.jobs.external,
     statements: {
@@ -236,6 +236,7 @@ async function createServices(deps: AppDeps, log: FastifyBaseLogger) {
     grants: policyStore,
     workspaces: accounts.directory,
     changes: deps.db.changes,
+    log: log.child({ module: 'odata' }),
   });
 
   const services: LakeportServices = {

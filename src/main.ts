@@ -1,6 +1,7 @@
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
+import { pino } from 'pino';
 import { createAppDeps } from './app-deps.ts';
 import { buildApp, type AppDeps } from './app.ts';
 import type { Config } from './config.ts';
@@ -8,6 +9,7 @@ import { readOrCreateSecretFile } from './core/crypto/index.ts';
 import { migrate, openDatabase, type Db } from './core/db/index.ts';
 import { addServerPath } from './core/errors/index.ts';
 import { AdminToken } from './core/http/index.ts';
+import type { Logger } from './core/logger.ts';
 import { parseStorageUrl, sweepScratch } from './core/storage/index.ts';
 
 export interface Runtime {
@@ -18,8 +20,11 @@ export interface Runtime {
   adminTokenFile?: string;
 }
 
-/** Builds everything a server, worker or CLI command needs from the parsed configuration. */
-export async function openRuntime(config: Config): Promise<Runtime> {
+/**
+ * Builds everything a server, worker or CLI command needs from the parsed configuration. `log` gets
+ * what fails in the pieces built here (the scratch sweep, the blob store) before and beside the app's own log.
+ */
+export async function openRuntime(config: Config, log: Logger): Promise<Runtime> {
   fs.mkdirSync(config.dataDir, { recursive: true });
   // No error a user sees names a path under the data directory or the lake's directory.
   addServerPath(config.dataDir);
@@ -28,7 +33,7 @@ export async function openRuntime(config: Config): Promise<Runtime> {
   const db = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
   await migrate(db);
   // After the embedded database's lock is held: with it, this process alone uses the data directory.
-  const leftover = await sweepScratch(path.join(config.dataDir, 'tmp'), { exclusive: !config.databaseUrl });
+  const leftover = await sweepScratch(path.join(config.dataDir, 'tmp'), { exclusive: !config.databaseUrl, log: log.child({ module: 'scratch' }) });
   if (leftover > 0) process.stdout.write(`removed ${Math.round(leftover / 2 ** 20)} MiB of scratch files left by an earlier process\n`);
   let adminToken = config.adminToken;
   let generatedAdminToken: Runtime['generatedAdminToken'];
@@ -39,12 +44,12 @@ export async function openRuntime(config: Config): Promise<Runtime> {
     adminToken = file.value;
     if (file.created) generatedAdminToken = { token: file.value, file: adminTokenFile };
   }
-  return { db, generatedAdminToken, adminTokenFile, deps: await createAppDeps(config, { db, adminToken: new AdminToken(adminToken) }) };
+  return { db, generatedAdminToken, adminTokenFile, deps: await createAppDeps(config, { db, adminToken: new AdminToken(adminToken) }, log) };
 }
 
 /** `lakeport worker`: runs queued query jobs (and upkeep) without serving HTTP; any number may share one PostgreSQL. */
 export async function work(config: Config): Promise<void> {
-  const runtime = await openRuntime(config);
+  const runtime = await openRuntime(config, pino({ level: config.logLevel }));
   const app = await buildApp(runtime.deps, { logger: { level: config.logLevel }, backgroundTasks: true, workers: true });
   await app.ready();
   process.stdout.write(`Lakeport worker ${app.lakeport.workers.id} running ${config.jobWorkers} jobs at once\n`);
@@ -59,7 +64,7 @@ export async function work(config: Config): Promise<void> {
 
 /** `lakeport serve` / `npm start`: every service from one process. */
 export async function serve(config: Config): Promise<void> {
-  const runtime = await openRuntime(config);
+  const runtime = await openRuntime(config, pino({ level: config.logLevel }));
   const app = await buildApp(runtime.deps, { logger: { level: config.logLevel }, backgroundTasks: true, workers: true, trustProxy: config.trustProxy });
   const address = await app.listen({ host: config.host, port: config.port });
   if (!config.publicUrl) runtime.deps.publicUrl.settle(address);

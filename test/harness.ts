@@ -5,6 +5,7 @@ import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { inject } from 'vitest';
 import { createAppDeps } from '../src/app-deps.ts';
+import { silentLogger } from '../src/core/logger.ts';
 import { buildApp, type AppDeps, type AppOptions } from '../src/app.ts';
 import { loadConfig } from '../src/config.ts';
 import { migrate, openDatabase, type Db } from '../src/core/db/index.ts';
@@ -105,7 +106,7 @@ export async function createTestApp(overrides: Partial<AppDeps> = {}, options: {
     LAKEPORT_JOB_THREADS: '1',
     LAKEPORT_JOB_ISOLATION: 'inline',
   });
-  const deps = await createAppDeps(config, { db, adminToken: new AdminToken(adminToken), ingestor: await sharedIngestor(), reader: await sharedReader(), analyzer: await sharedAnalyzer(), ...overrides });
+  const deps = await createAppDeps(config, { db, adminToken: new AdminToken(adminToken), ingestor: await sharedIngestor(), reader: await sharedReader(), analyzer: await sharedAnalyzer(), ...overrides }, silentLogger);
   const app = await buildApp(deps, { workers: options.workers ?? true, logger: options.logger, trustProxy: options.trustProxy });
   await app.ready();
   return {

@@ -1,5 +1,6 @@
 import { parseArgs } from 'node:util';
-import { ConfigError, loadConfig } from '../config.ts';
+import { pino } from 'pino';
+import { ConfigError, loadConfig, type Config } from '../config.ts';
 import { migrate, openDatabase } from '../core/db/index.ts';
 import { openRuntime, serve, work } from '../main.ts';
 import { createAuthService } from '../services/auth/index.ts';
@@ -19,6 +20,9 @@ Commands:
 Configuration comes from the environment (see README.md).`;
 
 class UsageError extends Error {}
+
+/** A command's log goes to stderr: its stdout is its answer. */
+const commandLog = (config: Config) => pino({ level: config.logLevel }, pino.destination(2));
 
 async function adminCommand(args: string[]) {
   const [sub, ...rest] = args;
@@ -53,7 +57,7 @@ async function adminCommand(args: string[]) {
       const issue = input.error.issues[0];
       throw new UsageError(`${issue.path.join('.')}: ${issue.message}`);
     }
-    const runtime = await openRuntime(config);
+    const runtime = await openRuntime(config, commandLog(config));
     try {
       const auth = await createAuthService({ ...runtime.deps });
       const created = await auth.credentials.create({ kind: 'admin' }, clientId.data, input.data);
@@ -67,7 +71,7 @@ async function adminCommand(args: string[]) {
     return;
   }
   if (sub === 'rotate-keys') {
-    const runtime = await openRuntime(config);
+    const runtime = await openRuntime(config, commandLog(config));
     try {
       const auth = await createAuthService({ ...runtime.deps });
       process.stdout.write(`${JSON.stringify(await auth.keys.rotate())}\n`);

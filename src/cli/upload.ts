@@ -7,6 +7,7 @@ import { stat } from 'node:fs/promises';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
+import { statIfExists } from '../core/files.ts';
 import {
   FILE_FORMATS,
   LakeportApiError,
@@ -169,7 +170,7 @@ export async function uploadCommand(args: string[], io: UploadIO = defaultIO()):
 
 async function runUpload(options: Options, io: UploadIO): Promise<void> {
   for (const file of options.files) {
-    const info = await stat(file).catch(() => undefined);
+    const info = await statIfExists(file);
     if (!info) throw new Failure(`${file}: no such file`);
     if (!info.isFile()) throw new Failure(`${file}: not a file`);
   }
@@ -255,7 +256,11 @@ async function runUpload(options: Options, io: UploadIO): Promise<void> {
     io.stdout.write(`snapshot ${committed.snapshot.snapshot_id}: ${committed.rows_written} rows written to ${dataset}\n`);
   } finally {
     // An upload that stops before its commit leaves nothing behind: abandon the contract (best effort).
-    if (!commitStarted) await client.deleteContract(contract.contract_id).catch(() => undefined);
+    if (!commitStarted) {
+      await client.deleteContract(contract.contract_id).catch((error: unknown) => {
+        io.stderr.write(`could not abandon contract ${contract.contract_id} (it expires on its own): ${error instanceof Error ? error.message : String(error)}\n`);
+      });
+    }
   }
 }
 

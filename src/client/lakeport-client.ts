@@ -501,6 +501,7 @@ export class LakeportClient {
     let token = await this.#currentToken();
     let response = await this.#send(method, pathname, token.accessToken, makeBody);
     if (response.status === 401 && this.#canRenew(token)) {
+      // The refused answer is not read; a body that cannot be cancelled is simply dropped.
       await response.body?.cancel().catch(() => undefined);
       token = await this.#renew(token);
       response = await this.#send(method, pathname, token.accessToken, makeBody);
@@ -519,6 +520,7 @@ export class LakeportClient {
     try {
       return await this.#fetch(`${this.url}${pathname}`, init);
     } catch (error) {
+      // The upload stops here; a body fetch still holds (locked) refuses the cancel, and the request's own error is the one to report.
       if (made.body instanceof ReadableStream) await made.body.cancel().catch(() => undefined);
       throw this.#networkError(method, pathname, error);
     }

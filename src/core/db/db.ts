@@ -29,6 +29,7 @@ export async function inTransaction<T>(session: ScriptTransaction, fn: (tx: Scri
     await session.exec('COMMIT');
     return result;
   } catch (error) {
+    // The statement's failure is the one to report; a connection that cannot roll back fails its next use as well.
     await session.exec('ROLLBACK').catch(() => undefined);
     throw error;
   }

@@ -16,6 +16,7 @@ import fs from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { silentLogger, type Logger } from '../logger.ts';
 import { processAlive } from '../processes.ts';
 import type { QueryResult } from './sandbox.ts';
 import { fromWire, QueryEngineCrashedError, type EngineOptions, type QueryEngine, type QueryRequest, type QueryRun, type WireError } from './query-engine.ts';
@@ -28,6 +29,8 @@ export interface ProcessQueryEngineOptions {
   concurrency: number;
   /** Pool warm sandboxes in the child (false: one engine per query, closed after it). */
   pooled?: boolean;
+  /** Where a lost child and a spill directory that cannot be removed are reported. */
+  log?: Logger;
 }
 
 type ToChild = { type: 'init'; engine: EngineOptions; pooled: boolean } | { type: 'run'; id: number; request: QueryRequest } | { type: 'interrupt'; id: number; reason: string };
@@ -49,7 +52,11 @@ export class ProcessQueryEngine implements QueryEngine {
   /** Children started so far (1 + crashes recovered), for tests and metrics. */
   starts = 0;
 
-  constructor(private readonly options: ProcessQueryEngineOptions) {}
+  private readonly log: Logger;
+
+  constructor(private readonly options: ProcessQueryEngineOptions) {
+    this.log = options.log ?? silentLogger;
+  }
 
   /** The child's pid while one runs. */
   get pid(): number | undefined {
@@ -124,10 +131,16 @@ export class ProcessQueryEngine implements QueryEngine {
 
   /** The child is gone: what ran in it failed with it; the next run starts a new one. */
   private lost(child: ChildProcess, detail: string): void {
-    if (this.child === child) this.child = undefined;
+    // 'error' and 'exit' may both report one child: it is logged once, while it is the current one.
+    const current = this.child === child;
+    if (current) this.child = undefined;
     const spill = this.options.engine.tempDirectory;
-    if (spill && child.pid) fs.rm(path.join(spill, String(child.pid)), { recursive: true, force: true }, () => undefined);
+    if (spill && child.pid) {
+      const dir = path.join(spill, String(child.pid));
+      fs.rm(dir, { recursive: true, force: true }, (error) => error && this.log.warn({ err: error, dir }, 'could not remove the spill directory of a query process'));
+    }
     if (this.closed && this.pending.size === 0) return;
+    if (current) this.log.error({ pid: child.pid, detail, running: this.pending.size }, 'the query process stopped; its queries fail and the next one starts a new process');
     const crashed = new QueryEngineCrashedError(detail);
     for (const [id, pending] of this.pending) {
       this.pending.delete(id);

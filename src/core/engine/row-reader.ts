@@ -6,6 +6,7 @@ import { DuckDBInstance, type DuckDBConnection, type DuckDBValue } from '@duckdb
 import { LRUCache } from 'lru-cache';
 import { datasetRelation, type ColumnNameCache, type DatasetFiles } from './relation.ts';
 import { quoteIdent, quoteString } from './sql.ts';
+import { statIfExists } from '../files.ts';
 
 export type BoundValue = string | number | boolean | bigint | null;
 
@@ -130,7 +131,7 @@ async function removeStaleRows(scratch: string): Promise<void> {
   for (const name of await fs.readdir(scratch)) {
     if (!name.startsWith(ROWS_FILE_PREFIX)) continue;
     const file = path.join(scratch, name);
-    const stat = await fs.stat(file).catch(() => undefined);
+    const stat = await statIfExists(file);
     if (stat && Date.now() - stat.mtimeMs > STALE_ROWS_MS) await fs.rm(file, { force: true });
   }
 }

@@ -33,6 +33,7 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { Sandbox, SandboxEngine, type SandboxEngineOptions, type SandboxRelease, type SandboxView } from './sandbox.ts';
+import { silentLogger, type Logger } from '../logger.ts';
 
 export interface SandboxPoolOptions {
   /** The engines' DuckDB limits and spill directory (fixed per pool; pooled engines declare no result paths). */
@@ -47,6 +48,8 @@ export interface SandboxPoolOptions {
   maxEngineIdleMemoryBytes: number;
   /** All idle engines together: beyond this, the least recently used are closed at the next sweep. */
   maxIdleMemoryBytes: number;
+  /** Where engines that cannot report their memory or be closed are reported. */
+  log: Logger;
   /** How often TTL and memory are checked. */
   sweepMs: number;
 }
@@ -58,6 +61,7 @@ export const DEFAULT_SANDBOX_POOL_OPTIONS: Omit<SandboxPoolOptions, 'engine'> = 
   maxEngineIdleMemoryBytes: 64 * 1024 * 1024,
   maxIdleMemoryBytes: 256 * 1024 * 1024,
   sweepMs: 10_000,
+  log: silentLogger,
 };
 
 export type EvictionReason = 'ttl' | 'count' | 'memory' | 'superseded' | 'identity' | 'uses' | 'discarded' | 'drained';
@@ -190,7 +194,11 @@ export class SandboxPool {
       }
       const usage = new Map<Entry, number>();
       for (const entry of [...this.idle.values()]) {
-        const bytes = await entry.engine.memoryUsage().catch(() => Number.POSITIVE_INFINITY);
+        // An engine that cannot say how much memory it holds is retired.
+        const bytes = await entry.engine.memoryUsage().catch((error: unknown) => {
+          this.options.log.warn({ err: error }, 'an idle query engine could not report its memory; it is closed');
+          return Number.POSITIVE_INFINITY;
+        });
         // It may have been lent (or evicted) while we asked; only idle engines count.
         if (!this.idle.has(entry.engine)) continue;
         if (bytes > this.options.maxEngineIdleMemoryBytes) this.retire(entry, 'memory');
@@ -276,8 +284,9 @@ export class SandboxPool {
     if (engine) {
       try {
         engine.close();
-      } catch {
-        // Already closed, or DuckDB refused: nothing more to do with it.
+      } catch (error) {
+        // Nothing more to do with it than to say so.
+        this.options.log.warn({ err: error }, 'a retired query engine could not be closed');
       }
     }
     if (this.toClose.length > 0) {

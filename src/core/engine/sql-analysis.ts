@@ -181,6 +181,7 @@ class ParseLane {
       if (typeof value !== 'string') throw new Error('json_serialize_sql returned no text');
       return parseJsonKeepingBigIntegers(value);
     });
+    // The next parse waits for this one either way; its failure goes to its caller.
     this.queue = run.catch(() => undefined);
     return run;
   }
@@ -193,11 +194,9 @@ class ParseLane {
     await this.queue;
     this.statement?.destroySync();
     this.statement = undefined;
-    try {
-      (await connection)?.closeSync();
-    } catch {
-      // it never opened
-    }
+    // A connection that never opened failed the parse that asked for it: then there is nothing to close.
+    const [opened] = await Promise.allSettled([connection]);
+    if (opened.status === 'fulfilled') opened.value?.closeSync();
   }
 }
 
@@ -229,6 +228,7 @@ export class SqlAnalyzer {
 
   /** Starts analysing `sql` for a later `analyze` (texts too long to keep are left alone). */
   warm(sql: string): void {
+    // A failure is not kept: the analyze that needs the answer runs again and gets it.
     if (!this.closed && sql.length <= CACHED_TEXT_MAX) this.analyze(sql).catch(() => undefined);
   }
 

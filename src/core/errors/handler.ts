@@ -60,6 +60,8 @@ export function registerErrorHandling(app: FastifyInstance) {
 
   app.setErrorHandler((error: FastifyError, request, reply) => {
     if (error instanceof AppError) {
+      // A 5xx says something on the server side failed: the log has it under the request's id.
+      if (error.status >= 500) request.log.error({ err: error, code: error.code }, 'request failed on the server side');
       reply.headers(error.headers);
       const extra = Object.fromEntries(Object.entries(error.extra).map(([k, v]) => [k, typeof v === 'string' ? scrubServerPaths(v) : v]));
       return reply.status(error.status).send({ ...extra, detail: scrubServerPaths(error.message), code: error.code });

@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { isNotFoundError } from '../files.ts';
 
 /** What a server path is replaced with in a message a user sees. */
 export const SERVER_PATH = '<server path>';
@@ -17,8 +18,9 @@ export function addServerPath(dir: string): void {
   let real = resolved;
   try {
     real = fs.realpathSync(resolved);
-  } catch {
-    // not there (yet): its resolved path is what messages will name
+  } catch (error) {
+    // Not there (yet): its resolved path is what messages will name.
+    if (!isNotFoundError(error)) throw error;
   }
   for (const p of [resolved, real]) {
     const root = p.replace(/[\\/]+$/, '');

@@ -1,6 +1,7 @@
 import path from 'node:path';
 import { parseStorageUrl, type BlobStore } from './blob-store.ts';
 import { LocalBlobStore } from './local-store.ts';
+import type { Logger } from '../logger.ts';
 
 export {
   BlobNotFoundError,
@@ -27,6 +28,7 @@ export interface BlobStoreOptions {
   s3SecretAccessKey?: string;
   s3SessionToken?: string;
   s3CacheMaxBytes?: number;
+  log?: Logger;
 }
 
 /**
@@ -38,7 +40,7 @@ export interface BlobStoreOptions {
 export async function createBlobStore(options: BlobStoreOptions): Promise<BlobStore> {
   const dataDir = path.resolve(options.dataDir);
   const parsed = options.storageUrl ? parseStorageUrl(options.storageUrl) : ({ kind: 'file', root: dataDir } as const);
-  if (parsed.kind === 'file') return new LocalBlobStore(parsed.root);
+  if (parsed.kind === 'file') return new LocalBlobStore(parsed.root, { log: options.log });
   if (Boolean(options.s3AccessKeyId) !== Boolean(options.s3SecretAccessKey)) {
     throw new Error('S3 credentials need both AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or neither, for the default provider chain)');
   }
@@ -55,5 +57,6 @@ export async function createBlobStore(options: BlobStoreOptions): Promise<BlobSt
     forcePathStyle: options.s3Endpoint ? true : undefined,
     cacheDir: path.join(dataDir, 'cache', 's3'),
     cacheMaxBytes: options.s3CacheMaxBytes,
+    log: options.log,
   });
 }

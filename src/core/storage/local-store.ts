@@ -5,6 +5,8 @@ import path from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { pathToFileURL } from 'node:url';
+import { statIfExists } from '../files.ts';
+import { silentLogger, type Logger } from '../logger.ts';
 import {
   BlobNotFoundError,
   InvalidBlobKeyError,
@@ -23,6 +25,11 @@ const TMP_DIR = '.tmp';
 /** Temp files older than this are leftovers of a crash (no write takes a day). */
 const STALE_TEMP_MS = 24 * 3600_000;
 
+/** What rmdir says of a directory that has files again. */
+const STILL_IN_USE = ['ENOTEMPTY', 'EEXIST'];
+/** What says a directory is not there (any more). */
+const GONE = ['ENOENT', 'ENOTDIR'];
+
 function errno(err: unknown): string | undefined {
   return (err as NodeJS.ErrnoException | undefined)?.code;
 }
@@ -37,9 +44,12 @@ export class LocalBlobStore implements BlobStore {
   readonly location: string;
   private readonly tmpDir: string;
   private tmpReady: Promise<void> | undefined;
+  private readonly log: Logger;
 
-  constructor(root: string) {
+  /** `log`: where directories that cannot be pruned after a delete are reported. */
+  constructor(root: string, options: { log?: Logger } = {}) {
     this.root = path.resolve(root);
+    this.log = options.log ?? silentLogger;
     this.location = pathToFileURL(this.root).href;
     this.tmpDir = path.join(this.root, TMP_DIR);
   }
@@ -63,7 +73,7 @@ export class LocalBlobStore implements BlobStore {
     const now = Date.now();
     for (const name of await fsp.readdir(this.tmpDir)) {
       const file = path.join(this.tmpDir, name);
-      const st = await fsp.stat(file).catch(() => undefined);
+      const st = await statIfExists(file);
       if (st && now - st.mtimeMs > STALE_TEMP_MS) await fsp.rm(file, { recursive: true, force: true });
     }
   }
@@ -233,13 +243,15 @@ export class LocalBlobStore implements BlobStore {
 
   /** Removes now-empty directories from `dir` up to (not including) the root. */
   private async pruneUp(dir: string): Promise<void> {
-    while (dir.startsWith(this.root + path.sep)) {
+    for (; dir.startsWith(this.root + path.sep); dir = path.dirname(dir)) {
       try {
         await fsp.rmdir(dir);
       } catch (err) {
-        if (errno(err) !== 'ENOENT') return; // ENOTEMPTY/EEXIST: still in use
+        if (errno(err) === 'ENOENT') continue;
+        // Still in use is expected; anything else is worth a look.
+        if (!STILL_IN_USE.includes(errno(err) ?? '')) this.log.warn({ err, dir }, 'could not remove an empty directory of the blob store');
+        return;
       }
-      dir = path.dirname(dir);
     }
   }
 
@@ -248,14 +260,16 @@ export class LocalBlobStore implements BlobStore {
     let entries: fs.Dirent[];
     try {
       entries = await fsp.readdir(dir, { withFileTypes: true });
-    } catch {
+    } catch (err) {
+      if (!GONE.includes(errno(err) ?? '')) this.log.warn({ err, dir }, 'could not list a directory of the blob store to prune it');
       return;
     }
     for (const e of entries) if (e.isDirectory()) await this.pruneDown(path.join(dir, e.name));
     try {
       await fsp.rmdir(dir);
-    } catch {
-      // not empty (a file written meanwhile) or gone
+    } catch (err) {
+      // Not empty (a file written meanwhile) or gone is expected; anything else is worth a look.
+      if (![...GONE, ...STILL_IN_USE].includes(errno(err) ?? '')) this.log.warn({ err, dir }, 'could not remove an empty directory of the blob store');
     }
   }
 

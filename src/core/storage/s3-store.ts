@@ -25,6 +25,8 @@ import {
   type BlobInfo,
   type BlobStore,
 } from './blob-store.ts';
+import { isNotFoundError, statIfExists } from '../files.ts';
+import { silentLogger, type Logger } from '../logger.ts';
 
 export const DEFAULT_S3_CACHE_MAX_BYTES = 2 * 1024 ** 3;
 /** A cached file used this recently is never evicted, so a path localPath just returned stays readable. */
@@ -55,6 +57,8 @@ export interface S3BlobStoreOptions {
   listPageSize?: number;
   /** Keys per DeleteObjects request (default and S3's maximum: 1000). */
   deleteBatchSize?: number;
+  /** Where cache upkeep that fails is reported. */
+  log?: Logger;
 }
 
 interface CacheEntry {
@@ -138,6 +142,7 @@ export class S3BlobStore implements BlobStore {
   private cacheReady: Promise<void> | undefined;
   /** Downloads under way, by cache file: concurrent localPath calls for one key share one. */
   private readonly inflight = new Map<string, Promise<string>>();
+  private readonly log: Logger;
 
   constructor(options: S3BlobStoreOptions) {
     if (!options.bucket) throw new Error('S3BlobStore needs a bucket');
@@ -161,6 +166,7 @@ export class S3BlobStore implements BlobStore {
     this.cacheGraceMs = options.cacheGraceMs ?? DEFAULT_S3_CACHE_GRACE_MS;
     this.listPageSize = Math.min(Math.max(1, options.listPageSize ?? 1000), 1000);
     this.deleteBatchSize = Math.min(Math.max(1, options.deleteBatchSize ?? 1000), 1000);
+    this.log = options.log ?? silentLogger;
   }
 
   /** The object key of a blob key. */
@@ -336,7 +342,10 @@ export class S3BlobStore implements BlobStore {
     try {
       const st = await fsp.stat(file);
       this.remember(file, st.size);
-      await fsp.utimes(file, new Date(), new Date()).catch(() => {});
+      // The time a cached copy was last used survives a restart (loadCache orders by it); evicted meanwhile is fine.
+      await fsp.utimes(file, new Date(), new Date()).catch((error: unknown) => {
+        if (!isNotFoundError(error)) this.log.warn({ err: error, file }, 'could not mark a cached copy used');
+      });
       return file;
     } catch (err) {
       if (errno(err) !== 'ENOENT') throw err;
@@ -394,7 +403,7 @@ export class S3BlobStore implements BlobStore {
       for (const e of await fsp.readdir(this.cacheDir, { withFileTypes: true })) {
         if (!e.isFile()) continue;
         const file = path.join(this.cacheDir, e.name);
-        const st = await fsp.stat(file).catch(() => undefined);
+        const st = await statIfExists(file);
         if (st) found.push({ file, size: st.size, usedAt: st.mtimeMs });
       }
       found.sort((a, b) => a.usedAt - b.usedAt);
@@ -406,7 +415,7 @@ export class S3BlobStore implements BlobStore {
       const now = Date.now();
       for (const e of await fsp.readdir(this.cacheTmp)) {
         const temp = path.join(this.cacheTmp, e);
-        const st = await fsp.stat(temp).catch(() => undefined);
+        const st = await statIfExists(temp);
         if (st && now - st.mtimeMs > STALE_TEMP_MS) await fsp.rm(temp, { recursive: true, force: true });
       }
     })();

@@ -1,5 +1,7 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
+import { isNotFoundError, readdirIfExists, statIfExists } from '../files.ts';
+import { silentLogger, type Logger } from '../logger.ts';
 
 /** Entries of the data directory's `tmp/` older than this are taken to be left by a process that died. */
 export const SCRATCH_STALE_MS = 3600_000;
@@ -10,30 +12,41 @@ export const SCRATCH_STALE_MS = 3600_000;
  * embedded database holds its lock), so everything there is left over; otherwise (PostgreSQL,
  * where `serve` and `worker` may share one data directory) only entries older than
  * SCRATCH_STALE_MS. Job spill directories are removed by their query host (named by pid).
- * Returns the bytes removed.
+ * An entry that cannot be removed is logged and left. Returns the bytes removed.
  */
-export async function sweepScratch(tmpDir: string, options: { exclusive: boolean; now?: number }): Promise<number> {
+export async function sweepScratch(tmpDir: string, options: { exclusive: boolean; now?: number; log?: Logger }): Promise<number> {
   const now = options.now ?? Date.now();
+  const log = options.log ?? silentLogger;
   let removed = 0;
-  for (const area of await fs.readdir(tmpDir).catch(() => [] as string[])) {
+  for (const area of await readdirIfExists(tmpDir)) {
     const areaPath = path.join(tmpDir, area);
-    for (const entry of await fs.readdir(areaPath).catch(() => [] as string[])) {
+    if (!(await statIfExists(areaPath))?.isDirectory()) continue;
+    for (const entry of await readdirIfExists(areaPath)) {
       if (entry === 'spill') continue;
       const full = path.join(areaPath, entry);
-      const stat = await fs.stat(full).catch(() => undefined);
-      if (!stat || (!options.exclusive && now - stat.mtimeMs < SCRATCH_STALE_MS)) continue;
-      removed += await sizeOf(full);
-      await fs.rm(full, { recursive: true, force: true });
+      try {
+        const stat = await statIfExists(full);
+        if (!stat || (!options.exclusive && now - stat.mtimeMs < SCRATCH_STALE_MS)) continue;
+        removed += await sizeOf(full);
+        await fs.rm(full, { recursive: true, force: true });
+      } catch (error) {
+        log.warn({ err: error, path: full }, 'could not remove scratch left by an earlier process');
+      }
     }
   }
   return removed;
 }
 
 async function sizeOf(target: string): Promise<number> {
-  const stat = await fs.lstat(target).catch(() => undefined);
-  if (!stat) return 0;
+  let stat;
+  try {
+    stat = await fs.lstat(target);
+  } catch (error) {
+    if (isNotFoundError(error)) return 0;
+    throw error;
+  }
   if (!stat.isDirectory()) return stat.size;
   let total = 0;
-  for (const entry of await fs.readdir(target).catch(() => [] as string[])) total += await sizeOf(path.join(target, entry));
+  for (const entry of await readdirIfExists(target)) total += await sizeOf(path.join(target, entry));
   return total;
 }

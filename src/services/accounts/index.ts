@@ -1,8 +1,9 @@
-import type { FastifyBaseLogger, FastifyPluginAsync } from 'fastify';
+import type { FastifyPluginAsync } from 'fastify';
 import type { Authorizer } from '../../core/authz/index.ts';
 import type { Catalog } from '../../core/catalog/index.ts';
 import type { Db } from '../../core/db/index.ts';
 import { serviceModule, type TokenVerifier } from '../../core/http/index.ts';
+import type { Logger } from '../../core/logger.ts';
 import { accountRoutes } from './account-routes.ts';
 import { AccountService } from './account-service.ts';
 import { WorkspaceRepo } from './workspace-repo.ts';
@@ -45,7 +46,8 @@ export interface AccountsOptions extends AccountRecords {
   lake: LakeFiles;
   /** The policy service's genesis endpoint, served on /control as well. */
   genesisRoute: FastifyPluginAsync;
-  log: FastifyBaseLogger;
+  /** Where the workspace purge reports a workspace it could not purge. */
+  log: Logger;
 }
 
 /**
@@ -62,6 +64,7 @@ export function createAccountsService(options: AccountsOptions) {
     purgePolicies: options.purgePolicies,
     authz: options.authz,
     files: options.lake,
+    log: options.log,
   });
   const common = accountRoutes({ accounts, verifier: options.verifier });
   const routesFor =

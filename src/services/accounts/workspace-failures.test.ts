@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { signIn } from '../../../test/clients.ts';
 import { createTestApp, type TestApp } from '../../../test/harness.ts';
+import { recordingLogger } from '../../../test/recording-logger.ts';
 import type { Principal } from '../../core/authz/index.ts';
 import { AppError } from '../../core/errors/index.ts';
 import { PolicyStore } from '../policy/index.ts';
@@ -141,5 +142,24 @@ describe('workspace creation under failure', () => {
     const dora = principal('dora');
     await t.app.lakeport.accounts.deleteAccount('dora', doomed);
     await expectError(service().create(dora, name, { billing_account: doomed, members: [{ identity: 'dora', role: 'owner' }] }), 404, 'ACCOUNT_NOT_FOUND');
+  });
+});
+
+describe('purging under failure', () => {
+  it('logs a workspace that cannot be purged and still purges the others', async () => {
+    const { log, entries } = recordingLogger();
+    const stuck = `${name}_stuck`;
+    const purging = service({
+      files: { removeWorkspace: async (workspace) => (workspace === stuck ? Promise.reject(new Error('storage unavailable')) : undefined) },
+      log,
+    });
+    for (const workspace of [stuck, name]) {
+      await purging.create(alice, workspace, { billing_account: acme, members });
+      await purging.delete(alice, workspace);
+    }
+    const purged = await purging.purgeExpired(new Date(Date.now() + 25 * 3_600_000));
+    expect(purged).toContain(name);
+    expect(purged).not.toContain(stuck);
+    expect(entries).toEqual([{ level: 'error', message: 'could not purge a workspace', fields: { err: expect.any(Error), workspace: stuck } }]);
   });
 });

@@ -1,6 +1,7 @@
 import { requireManage, type Authorizer, type Principal } from '../../core/authz/index.ts';
 import type { WorkspaceMemberGrant } from '../../core/db/index.ts';
 import { AppError } from '../../core/errors/index.ts';
+import { silentLogger, type Logger } from '../../core/logger.ts';
 import type { AccountService } from './account-service.ts';
 import type { WorkspaceRepo, WorkspaceRow } from './workspace-repo.ts';
 
@@ -41,6 +42,7 @@ export interface WorkspaceServiceDeps {
   authz: Authorizer;
   files: LakeFiles;
   graceMs?: number;
+  log?: Logger;
 }
 
 export const GRACE_MS = 24 * 60 * 60 * 1000;
@@ -72,9 +74,11 @@ export function workspaceView(row: WorkspaceRow, guards: Guards | undefined) {
 
 export class WorkspaceService {
   private readonly graceMs: number;
+  private readonly log: Logger;
 
   constructor(private readonly deps: WorkspaceServiceDeps) {
     this.graceMs = deps.graceMs ?? GRACE_MS;
+    this.log = deps.log ?? silentLogger;
   }
 
   /**
@@ -209,11 +213,16 @@ export class WorkspaceService {
   async purgeExpired(now = new Date()): Promise<string[]> {
     const purged: string[] = [];
     for (const record of await this.deps.records.dueForPurge(now)) {
-      const files = await this.deps.namespaces.drop(record.name);
-      await this.deps.files.removeWorkspace(record.name, files);
-      await this.deps.purgePolicies(record.name);
-      await this.deps.records.purge(record.name);
-      purged.push(record.name);
+      try {
+        const files = await this.deps.namespaces.drop(record.name);
+        await this.deps.files.removeWorkspace(record.name, files);
+        await this.deps.purgePolicies(record.name);
+        await this.deps.records.purge(record.name);
+        purged.push(record.name);
+      } catch (error) {
+        // One workspace that cannot be purged now does not hold back the others; the next sweep tries again.
+        this.log.error({ err: error, workspace: record.name }, 'could not purge a workspace');
+      }
     }
     return purged;
   }

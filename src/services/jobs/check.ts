@@ -1,7 +1,7 @@
 import type { Principal } from '../../core/authz/index.ts';
 import { Sandbox, SandboxQueryError, lineColumn } from '../../core/engine/index.ts';
 import { refOf, type Catalog } from '../../core/catalog/index.ts';
-import { scrubServerPaths } from '../../core/errors/index.ts';
+import { AppError, scrubServerPaths } from '../../core/errors/index.ts';
 import type { Authorizer } from '../../core/authz/index.ts';
 import type { JobRepo } from './repo.ts';
 import type { QueryPlanner } from './planner.ts';
@@ -55,12 +55,22 @@ export class QueryChecker {
     return { code: error.code, message, ...lineColumn(sqlText, start), start, end: Math.min(sqlText.length, start + (match ? match[0].length : 1)) };
   }
 
+  /** The workspace's datasets; none when there is no such workspace (a database failure throws). */
+  private async datasetsOf(workspace: string) {
+    try {
+      return await this.catalog.listDatasets(workspace);
+    } catch (error) {
+      if (error instanceof AppError && error.status < 500) return [];
+      throw error;
+    }
+  }
+
   /** The datasets (and their columns) the caller may read in the workspaces the statement names. */
   private async relationsInScope(caller: Principal, sqlText: string) {
     const workspaces = new Set([...sqlText.matchAll(/\b([A-Za-z0-9_]{1,63})\s*\.\s*[A-Za-z0-9_]{1,63}\s*\.\s*[A-Za-z0-9_]{1,63}/g)].map((m) => m[1].toLowerCase()));
     const relations = [];
     for (const workspace of workspaces) {
-      const datasets = await this.catalog.listDatasets(workspace).catch(() => []);
+      const datasets = await this.datasetsOf(workspace);
       for (const d of datasets) {
         if (!(await this.authz.can(caller, 'reader', refOf(d)))) continue;
         relations.push({ name: `${workspace}.${d.collection}.${d.name}`, kind: d.kind, columns: d.columns.map((c) => ({ name: c.name, type: c.type })) });

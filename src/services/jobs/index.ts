@@ -1,11 +1,11 @@
 import path from 'node:path';
-import type { FastifyBaseLogger } from 'fastify';
 import type { Authorizer, Principal } from '../../core/authz/index.ts';
 import type { Catalog } from '../../core/catalog/index.ts';
 import type { Db } from '../../core/db/index.ts';
 import { InlineQueryEngine, parseSize, ProcessQueryEngine, tokenizeSql, type EngineOptions, type Ingestor, type QueryEngine, type SandboxOptions, type SqlAnalyzer } from '../../core/engine/index.ts';
 import { serviceModule, type PublicUrl, type TokenVerifier } from '../../core/http/index.ts';
 import type { BlobStore } from '../../core/storage/index.ts';
+import type { Logger } from '../../core/logger.ts';
 import { AppError } from '../../core/errors/index.ts';
 import { QueryChecker } from './check.ts';
 import { ExternalFetcher, ExternalReadPlanner, type ExternalReadOptions } from './external/index.ts';
@@ -41,7 +41,8 @@ export interface JobsOptions {
   /** Memory of all job queries together (process isolation): the child's data limit. */
   memoryBudgetBytes?: number;
   results?: Partial<ResultPolicy>;
-  log: FastifyBaseLogger;
+  /** Where background work (the worker pool, the runner, result sweeps) reports failures. */
+  log: Logger;
   /** The worker pool; `concurrency: 0` runs no jobs in this process. */
   worker?: Partial<WorkerOptions>;
   /** What CREATE SECRET, GRANT, REVOKE, CREATE/DROP TAG and ALTER WORKSPACE need. */
@@ -66,9 +67,9 @@ export function createJobsService(options: JobsOptions) {
   const results = { ...DEFAULT_RESULT_POLICY, ...options.results };
   const engines = jobEngines(options, workerOptions.concurrency);
   const limits = { perJob: results.maxBytes, perIdentity: results.quotaBytes, retainedBy: (owner: string) => repo.retainedResultBytes(owner) };
-  const runner = new SandboxJobRunner(planner, options.blobs, engines, limits, external);
+  const runner = new SandboxJobRunner(planner, options.blobs, engines, limits, external, log);
   const pool = new WorkerPool(repo, runner, workerOptions, log);
-  const statements = new LakeportStatements({ ...options.statements, db: options.db, authz: options.authz, catalog: options.catalog, repo, blobs: options.blobs, timeoutMs: options.timeoutMs });
+  const statements = new LakeportStatements({ ...options.statements, db: options.db, authz: options.authz, catalog: options.catalog, repo, blobs: options.blobs, timeoutMs: options.timeoutMs, log });
   const refuseExternalReads = async (caller: Principal, sqlText: string) => {
     const refusal = await planner.refuseExternalReads(caller, sqlText);
     if (!refusal) return undefined;
@@ -87,6 +88,7 @@ export function createJobsService(options: JobsOptions) {
     refuseExternalReads,
     prepareAhead: (sqlText) => options.analyzer.warm(sqlText),
     resultRetentionMs: results.retentionMs,
+    log: options.log,
   });
   const checker = new QueryChecker(planner, repo, options.catalog, options.authz, statements);
   return serviceModule({
@@ -135,14 +137,16 @@ function jobEngines(options: JobsOptions, concurrency: number): JobEngines {
   const { memoryLimit, threads, tempDirectory } = options.sandbox;
   if (options.isolation === 'inline') {
     const engine: EngineOptions = { memoryLimit, threads, tempDirectory };
-    return { shared: new InlineQueryEngine(engine), isolated: () => new InlineQueryEngine(engine, { maxIdle: 0 }) };
+    const { log } = options;
+    return { shared: new InlineQueryEngine(engine, { log }), isolated: () => new InlineQueryEngine(engine, { maxIdle: 0, log }) };
   }
   const budget = options.memoryBudgetBytes ?? concurrency * 2 ** 30 + 2 ** 29;
   const share = Math.floor((budget * 0.8) / concurrency / 2 ** 20);
   const perJob = memoryLimit ? Math.min(share, Math.floor(parseSize(memoryLimit) / 2 ** 20)) : share;
   const engine: EngineOptions = { memoryLimit: `${Math.max(64, perJob)}MiB`, threads, tempDirectory };
-  const shared: QueryEngine = new ProcessQueryEngine({ engine, memoryBudgetBytes: budget, concurrency });
-  return { shared, isolated: () => new ProcessQueryEngine({ engine, memoryBudgetBytes: budget, concurrency: 1, pooled: false }) };
+  const { log } = options;
+  const shared: QueryEngine = new ProcessQueryEngine({ engine, memoryBudgetBytes: budget, concurrency, log });
+  return { shared, isolated: () => new ProcessQueryEngine({ engine, memoryBudgetBytes: budget, concurrency: 1, pooled: false, log }) };
 }
 
 /** The end of the token at `position` (a string literal, a name…), for the span an error underlines. */

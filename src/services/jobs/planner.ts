@@ -1,6 +1,6 @@
 import { LRUCache } from 'lru-cache';
 import type { Authorizer, Principal } from '../../core/authz/index.ts';
-import type { Catalog, Dataset } from '../../core/catalog/index.ts';
+import type { Catalog, Dataset, DatasetRef } from '../../core/catalog/index.ts';
 import type { JobError, PermissionPair } from '../../core/db/index.ts';
 import { FILE_OR_ENVIRONMENT_FUNCTIONS, lineColumn, tokenizeSql, type FunctionRef, type SqlAnalyzer, type SqlToken, type TableRef } from '../../core/engine/index.ts';
 import type { SandboxView } from '../../core/engine/index.ts';
@@ -196,7 +196,7 @@ export class QueryPlanner {
       }
       const [workspace, collection, name] = ref.parts.map((p) => p.toLowerCase());
       const label = `${workspace}.${collection}.${name}`;
-      const dataset = await this.catalog.findDataset({ workspace, collection, dataset: name }).catch(() => undefined);
+      const dataset = await this.findDataset({ workspace, collection, dataset: name });
       const readable = dataset !== undefined && (await this.authz.can(principal, 'reader', { workspace, collection, dataset: name }));
       if (!dataset || !readable) return fail('DATASET_NOT_FOUND', `Dataset ${label} does not exist, or you may not read it`, ref.position);
       if (dataset.kind === 'external') return fail('VERSIONING_NOT_SUPPORTED', `Dataset ${label} is listed from an external catalog and cannot be queried here`, ref.position);
@@ -238,6 +238,16 @@ export class QueryPlanner {
     const unmoved = edits.length > 0 ? edits[0].start : Number.POSITIVE_INFINITY;
     const toOriginal = (offset: number) => (offset < unmoved ? analysis.rewritten.toOriginal(offset) : undefined);
     return { ok: true, query: { sql: render([]), params, views: [...views.values()], external, render, toOriginal } };
+  }
+
+  /** The dataset, or undefined when no dataset has that name (a name that cannot exist included); a database failure throws. */
+  private async findDataset(ref: DatasetRef): Promise<Dataset | undefined> {
+    try {
+      return await this.catalog.findDataset(ref);
+    } catch (error) {
+      if (error instanceof AppError && error.status < 500) return undefined;
+      throw error;
+    }
   }
 
   private async view(name: [string, string, string], dataset: Dataset, snapshotId: number | null, withFiles: boolean): Promise<SandboxView> {

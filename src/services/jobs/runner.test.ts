@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { recordingLogger } from '../../../test/recording-logger.ts';
 import { InlineQueryEngine } from '../../core/engine/index.ts';
 import type { BlobStore } from '../../core/storage/index.ts';
 import type { QueryPlanner } from './planner.ts';
@@ -18,6 +19,25 @@ describe('the time limit covers the whole job', () => {
     setTimeout(() => handle.cancel('timeout'), job.timeout_ms);
     expect(await handle.done).toMatchObject({ status: 'failed', error: { code: 'JOB_TIMEOUT' } });
     expect(Date.now() - started).toBeLessThan(10_000);
+    await runner.close();
+  });
+
+  it('logs a job it finishes without waiting for, and a failure that job meets afterwards', async () => {
+    const { log, entries } = recordingLogger();
+    let fail!: (error: Error) => void;
+    const late = { prepare: () => new Promise((_, reject) => (fail = reject)) } as unknown as QueryPlanner;
+    const engine = new InlineQueryEngine({ threads: 1, memoryLimit: '64MB' });
+    const runner = new SandboxJobRunner(late, {} as BlobStore, { shared: engine, isolated: () => engine }, { perJob: 1, perIdentity: 1, retainedBy: async () => 0 }, undefined, log);
+    const handle = runner.start(job);
+    handle.cancel('cancelled');
+    expect(await handle.done).toMatchObject({ status: 'cancelled' });
+    fail(new Error('the catalog went away'));
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(entries.map((e) => [e.level, e.fields.execution_id, e.message])).toEqual([
+      ['warn', 'job_stuck', 'a job did not stop within its grace time; it is finished without waiting for it'],
+      ['warn', 'job_stuck', 'a job finished without waiting for it failed afterwards'],
+    ]);
+    expect(entries[1].fields.err).toMatchObject({ message: 'the catalog went away' });
     await runner.close();
   });
 });

@@ -1,6 +1,8 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { QueryEngineCrashedError, SandboxInterruptedError, SandboxQueryError, type InterruptReason, type QueryEngine, type QueryRequest, type QueryRun } from '../../core/engine/index.ts';
+import { readdirIfExists, statIfExists } from '../../core/files.ts';
+import { silentLogger, type Logger } from '../../core/logger.ts';
 import type { BlobStore } from '../../core/storage/index.ts';
 import { ExternalReadFailure, type ExternalFetcher, type FetchedReads } from './external/index.ts';
 import { jobError, type PreparedQuery, type QueryPlanner } from './planner.ts';
@@ -63,6 +65,7 @@ export class SandboxJobRunner implements JobRunner {
     readonly engines: JobEngines,
     private readonly limits: ResultLimits,
     private readonly external?: ExternalReading,
+    private readonly log: Logger = silentLogger,
   ) {}
 
   start(job: JobRow) {
@@ -72,6 +75,16 @@ export class SandboxJobRunner implements JobRunner {
     const abort = new AbortController();
     const abandoned = new Promise<JobOutcome>((resolve) => (giveUp = resolve));
     const work = this.run(job, (r) => (run = r), () => stop, abort.signal);
+    let settled = false;
+    let givenUp = false;
+    // What a job given up on produces later is thrown away; a failure then still goes to the log.
+    work.then(
+      () => (settled = true),
+      (error: unknown) => {
+        settled = true;
+        if (givenUp) this.log.warn({ err: error, execution_id: job.execution_id }, 'a job finished without waiting for it failed afterwards');
+      },
+    );
     return {
       done: Promise.race([work, abandoned]),
       cancel: (reason: 'cancelled' | 'timeout') => {
@@ -79,7 +92,12 @@ export class SandboxJobRunner implements JobRunner {
         stop = reason;
         abort.abort(new SandboxInterruptedError(reason));
         run?.interrupt(reason);
-        setTimeout(() => giveUp?.(this.stopped(reason, job)), STOP_GRACE_MS).unref();
+        setTimeout(() => {
+          if (settled) return;
+          givenUp = true;
+          this.log.warn({ execution_id: job.execution_id, reason, grace_ms: STOP_GRACE_MS }, 'a job did not stop within its grace time; it is finished without waiting for it');
+          giveUp?.(this.stopped(reason, job));
+        }, STOP_GRACE_MS).unref();
       },
     };
   }
@@ -137,7 +155,8 @@ export class SandboxJobRunner implements JobRunner {
     await fs.mkdir(this.external.directory, { recursive: true });
     if (!this.swept) {
       this.swept = true;
-      await this.sweepStaleCopies();
+      // Best effort: a directory that cannot be removed now is tried again at the next start.
+      await this.sweepStaleCopies().catch((error: unknown) => this.log.warn({ err: error }, 'could not remove stale copies of private storage'));
     }
     const directory = await fs.mkdtemp(path.join(this.external.directory, `${job.execution_id}-`));
     try {
@@ -204,12 +223,10 @@ export class SandboxJobRunner implements JobRunner {
   /** Removes job directories of copies older than a day: left by a process that stopped mid-job. */
   private async sweepStaleCopies(): Promise<void> {
     if (!this.external) return;
-    const entries = await fs.readdir(this.external.directory, { withFileTypes: true }).catch(() => []);
-    for (const entry of entries) {
-      if (!entry.isDirectory()) continue;
-      const full = path.join(this.external.directory, entry.name);
-      const stat = await fs.stat(full).catch(() => undefined);
-      if (stat && Date.now() - stat.mtimeMs > STALE_COPIES_MS) await fs.rm(full, { recursive: true, force: true });
+    for (const name of await readdirIfExists(this.external.directory)) {
+      const full = path.join(this.external.directory, name);
+      const stat = await statIfExists(full);
+      if (stat?.isDirectory() && Date.now() - stat.mtimeMs > STALE_COPIES_MS) await fs.rm(full, { recursive: true, force: true });
     }
   }
 }

@@ -6,6 +6,7 @@ import { mayAccessOwned, seesOnlyNarrowedRecords, type Principal } from '../../c
 import { newId } from '../../core/crypto/index.ts';
 import type { Ingestor } from '../../core/engine/index.ts';
 import { AppError, RequestValidationError, scrubServerPaths } from '../../core/errors/index.ts';
+import type { Logger } from '../../core/logger.ts';
 import type { BlobStore } from '../../core/storage/index.ts';
 import type { JobRepo, JobRow } from './repo.ts';
 import type { LakeportStatements } from './statements/index.ts';
@@ -32,6 +33,7 @@ export interface JobsDeps {
   prepareAhead?: (sqlText: string) => void;
   /** A result is removed this long after its job finished. */
   resultRetentionMs?: number;
+  log: Logger;
 }
 
 const STATUS_FILTERS = new Set(['queued', 'running', 'succeeded', 'failed', 'cancelled']);
@@ -204,7 +206,8 @@ export class JobsService {
       const expired = await this.deps.repo.expireResults(before, 500);
       for (const { executionId, key } of expired) {
         this.deps.pool.forget(executionId);
-        await this.deps.blobs.delete(key);
+        // Its row no longer names the file: one that cannot be removed must not keep the others.
+        await this.deps.blobs.delete(key).catch((error: unknown) => this.deps.log.error({ err: error, execution_id: executionId, key }, 'could not remove an expired job result'));
       }
       removed += expired.length;
       if (expired.length < 500) return removed;

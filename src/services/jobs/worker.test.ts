@@ -1,4 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import { recordingLogger } from '../../../test/recording-logger.ts';
+import type { Logger } from '../../core/logger.ts';
 import type { JobRepo, JobRow } from './repo.ts';
 import { WorkerPool, type JobOutcome, type JobRunner, type WorkerOptions } from './worker.ts';
 
@@ -10,6 +12,8 @@ class FakeRepo {
   heartbeats: string[][] = [];
   /** When set, claims wait for it (to interleave a submit with a claim in flight). */
   claimGate: Promise<void> | undefined;
+  /** This many finishes fail (the database unavailable for a moment) before they work again. */
+  finishFailures = 0;
 
   add(id: string): JobRow {
     const row = { execution_id: id, owner: 'alice', status: 'queued', timeout_ms: 60_000, created_at: new Date() } as unknown as JobRow;
@@ -32,6 +36,7 @@ class FakeRepo {
 
   async finish(executionId: string, _workerId: string, outcome: JobOutcome): Promise<JobRow | undefined> {
     this.calls.finish++;
+    if (this.finishFailures-- > 0) throw new Error('connection terminated unexpectedly');
     const row = this.rows.get(executionId)!;
     return Object.assign(row, { status: outcome.status, finished_at: new Date() });
   }
@@ -48,7 +53,7 @@ class FakeRepo {
   }
 }
 
-/** Jobs named `slow…` take `slowMs`, the rest finish at once. */
+/** Jobs named `slow…` take `slowMs`, the rest finish at once; jobs named `fail…` fail. */
 function runner(slowMs = 200): JobRunner & { started: string[] } {
   const started: string[] = [];
   return {
@@ -57,7 +62,17 @@ function runner(slowMs = 200): JobRunner & { started: string[] } {
       started.push(job.execution_id);
       const ms = job.execution_id.startsWith('slow') ? slowMs : 1;
       return {
-        done: new Promise<JobOutcome>((resolve) => setTimeout(() => resolve({ status: 'succeeded', result_key: 'k', result_bytes: 1, row_count: 1, columns: [] }), ms)),
+        done: new Promise<JobOutcome>((resolve) =>
+          setTimeout(
+            () =>
+              resolve(
+                job.execution_id.startsWith('fail')
+                  ? { status: 'failed', error: { code: 'QUERY_ERROR', message: 'no' } }
+                  : { status: 'succeeded', result_key: 'k', result_bytes: 1, row_count: 1, columns: [] },
+              ),
+            ms,
+          ),
+        ),
         cancel() {},
       };
     },
@@ -65,8 +80,8 @@ function runner(slowMs = 200): JobRunner & { started: string[] } {
 }
 
 const pools: WorkerPool[] = [];
-function start(repo: FakeRepo, run: JobRunner, options: Partial<WorkerOptions> = {}) {
-  const pool = new WorkerPool(repo as unknown as JobRepo, run, { concurrency: 2, perIdentity: 2, pollMs: 60_000, heartbeatMs: 60_000, staleAfterMs: 60_000, maxAttempts: 2, ...options });
+function start(repo: FakeRepo, run: JobRunner, options: Partial<WorkerOptions> = {}, log?: Logger) {
+  const pool = new WorkerPool(repo as unknown as JobRepo, run, { concurrency: 2, perIdentity: 2, pollMs: 60_000, heartbeatMs: 60_000, staleAfterMs: 60_000, maxAttempts: 2, ...options }, log);
   pools.push(pool);
   pool.start();
   return pool;
@@ -198,5 +213,43 @@ describe('worker round trips', () => {
     await pool.waitLocal('slow-1', 5_000);
     expect(repo.calls.heartbeat).toBeGreaterThan(0);
     for (const ids of repo.heartbeats) expect(ids).toEqual(['slow-1']);
+  });
+});
+
+describe('a finish the database refuses', () => {
+  it('is logged and tried again, and the job still ends as it ran', async () => {
+    const repo = new FakeRepo();
+    const { log, entries } = recordingLogger();
+    const pool = start(repo, runner(), {}, log);
+    await settle();
+    repo.finishFailures = 1;
+    repo.add('ok');
+    pool.notify();
+    expect(await pool.waitLocal('ok', 5_000)).toMatchObject({ execution_id: 'ok', status: 'succeeded' });
+    expect(repo.calls.finish).toBe(2);
+    repo.finishFailures = 1;
+    repo.add('fail-1');
+    pool.notify();
+    expect(await pool.waitLocal('fail-1', 5_000)).toMatchObject({ execution_id: 'fail-1', status: 'failed' });
+    const retries = entries.filter((e) => e.message.startsWith('could not record a finished job'));
+    expect(retries.map((e) => [e.level, e.fields.execution_id])).toEqual([
+      ['warn', 'ok'],
+      ['warn', 'fail-1'],
+    ]);
+    expect(retries[0].fields.err).toBeInstanceOf(Error);
+  });
+
+  it('is left for recovery, with an error in the log, when it keeps failing', async () => {
+    const repo = new FakeRepo();
+    const { log, entries } = recordingLogger();
+    const pool = start(repo, runner(), {}, log);
+    await settle();
+    repo.finishFailures = Number.POSITIVE_INFINITY;
+    repo.add('lost');
+    pool.notify();
+    expect(await pool.waitLocal('lost', 10_000)).toBeUndefined();
+    expect(repo.rows.get('lost')?.status).toBe('running'); // recovery re-queues or fails it
+    expect(repo.calls.finish).toBe(4);
+    expect(entries.filter((e) => e.level === 'error').map((e) => [e.fields.execution_id, e.message])).toEqual([['lost', 'could not record a finished job; recovery will re-queue or fail it']]);
   });
 });

@@ -1,6 +1,7 @@
 import crypto from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import type { JobError } from '../../core/db/index.ts';
+import { silentLogger, type Logger } from '../../core/logger.ts';
 import type { JobRepo, JobRow } from './repo.ts';
 
 /** What running one job produced. */
@@ -31,11 +32,8 @@ export interface WorkerOptions {
 
 export const DEFAULT_WORKER_OPTIONS: WorkerOptions = { concurrency: 4, perIdentity: 4, pollMs: 250, heartbeatMs: 2_000, staleAfterMs: 15_000, maxAttempts: 2 };
 
-/** Where the pool reports what went wrong in the background (Fastify's pino logger). */
-export interface WorkerLog {
-  warn(fields: object, message: string): void;
-  error(fields: object, message: string): void;
-}
+/** A finish that fails is tried again after these pauses, then left for recovery (which re-queues or fails the job). */
+const FINISH_RETRY_MS = [100, 500, 2_000];
 
 /** How long a job finished here is remembered for long-poll waiters that looked just before it finished. */
 const RECENT_MS = 10_000;
@@ -84,7 +82,7 @@ export class WorkerPool {
     private readonly repo: JobRepo,
     private readonly runner: JobRunner,
     private readonly options: WorkerOptions = DEFAULT_WORKER_OPTIONS,
-    private readonly log: WorkerLog = { warn() {}, error() {} },
+    private readonly log: Logger = silentLogger,
   ) {
     this.events.setMaxListeners(0);
   }
@@ -210,8 +208,9 @@ export class WorkerPool {
     if (!this.mayHaveQueued) {
       try {
         if (!(await this.repo.anyQueued())) return;
-      } catch {
-        return; // The database is unavailable for a moment; the next tick tries again.
+      } catch (error) {
+        this.log.warn({ err: error }, 'could not look for queued jobs; the next poll tries again');
+        return;
       }
       this.queueEpoch++;
       this.mayHaveQueued = true;
@@ -245,8 +244,8 @@ export class WorkerPool {
           }
         }
       } while (this.wokenWhileClaiming && !this.stopped);
-    } catch {
-      // The database is unavailable for a moment; the next tick tries again.
+    } catch (error) {
+      this.log.warn({ err: error }, 'could not claim jobs; the next poll tries again');
     } finally {
       this.claiming = false;
     }
@@ -266,21 +265,35 @@ export class WorkerPool {
         clearTimeout(timeout);
         if (outcome.status === 'requeue') {
           this.log.warn({ execution_id: job.execution_id, reason: outcome.reason }, 'job re-queued: its query engine stopped');
-          await this.repo.requeue(job.execution_id, this.id).catch((error: unknown) => this.log.error({ err: error }, 'could not re-queue a job'));
+          await this.repo.requeue(job.execution_id, this.id).catch((error: unknown) => this.log.error({ err: error, execution_id: job.execution_id }, 'could not re-queue a job; recovery will'));
           this.running.delete(job.execution_id);
           this.notify();
           return;
         }
-        const finished = await this.repo.finish(job.execution_id, this.id, outcome).catch((error: unknown) => {
-          this.log.error({ err: error, execution_id: job.execution_id }, 'could not record a finished job; recovery will');
-          return undefined;
-        });
+        const finished = await this.finish(job.execution_id, outcome);
         const row = finished && { ...job, ...finished };
         this.running.delete(job.execution_id);
         if (row) this.remember(row);
         this.events.emit(job.execution_id, row);
         void this.fill();
       });
+  }
+
+  /** Records the outcome, trying again a few times when the database fails; undefined when it never could. */
+  private async finish(executionId: string, outcome: Exclude<JobOutcome, { status: 'requeue' }>) {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await this.repo.finish(executionId, this.id, outcome);
+      } catch (error) {
+        const pause = FINISH_RETRY_MS[attempt];
+        if (pause === undefined) {
+          this.log.error({ err: error, execution_id: executionId, status: outcome.status }, 'could not record a finished job; recovery will re-queue or fail it');
+          return undefined;
+        }
+        this.log.warn({ err: error, execution_id: executionId, attempt: attempt + 1 }, 'could not record a finished job; trying again');
+        await new Promise((resolve) => setTimeout(resolve, pause));
+      }
+    }
   }
 
   private remember(row: JobRow) {
@@ -300,17 +313,18 @@ export class WorkerPool {
     try {
       const cancelled = await this.repo.heartbeat(this.id, ids);
       for (const id of cancelled) this.running.get(id)?.cancel('cancelled');
-    } catch {
-      // Next beat.
+    } catch (error) {
+      this.log.warn({ err: error, jobs: ids.length }, 'heartbeat failed; the next beat tries again');
     }
   }
 
   /** Re-queues (or fails) jobs whose worker stopped heart-beating; runs periodically. */
   async recover() {
     try {
-      await this.repo.recoverStale(new Date(Date.now() - this.options.staleAfterMs), this.options.maxAttempts);
-    } catch {
-      // Next round.
+      const { requeued, failed } = await this.repo.recoverStale(new Date(Date.now() - this.options.staleAfterMs), this.options.maxAttempts);
+      if (requeued + failed > 0) this.log.info({ requeued, failed }, 'recovered jobs of workers that stopped');
+    } catch (error) {
+      this.log.warn({ err: error }, 'could not recover stale jobs; the next round tries again');
     }
   }
 }

@@ -1,6 +1,7 @@
-import fs from 'node:fs/promises';
 import { LRUCache } from 'lru-cache';
 import { ROW_GROUP_ROWS, type ReadSession } from '../../core/engine/index.ts';
+import { statIfExists } from '../../core/files.ts';
+import type { Logger } from '../../core/logger.ts';
 import { BufferPool, JsonLinesFile, PageText } from './json-lines.ts';
 import { jsonColumnsSql } from './json-rows.ts';
 import type { RowsQuery } from './rows.ts';
@@ -83,6 +84,7 @@ export class RangeCursor {
     private readonly query: RowsQuery,
     private readonly pool: BufferPool,
     start: { skiptoken: number; skiptokenRows: number; top: number },
+    private readonly log: Logger,
   ) {
     this.top = start.top;
     // A small page needs few rows: the first range is some pages of unfiltered rows, and no more
@@ -119,14 +121,18 @@ export class RangeCursor {
     }
   }
 
-  /** Stops the query, removes the scratch files and frees the connection. */
+  /** Stops the query, removes the scratch files and frees the connection; never rejects (a failure is logged). */
   async close(): Promise<void> {
     this.closed = true;
     this.session.interrupt();
-    await this.starting?.catch(() => undefined);
-    await this.writing.catch(() => undefined);
-    await Promise.all(this.ranges.splice(0).map((r) => r.source.close()));
+    // The interrupt ends what was under way: its failure is expected (and pages that read it had it).
+    await Promise.allSettled([this.starting, this.writing]);
+    await Promise.all(this.ranges.splice(0).map((r) => this.closeSource(r.source)));
     this.session.close();
+  }
+
+  private async closeSource(source: JsonLinesFile): Promise<void> {
+    await source.close().catch((error: unknown) => this.log.warn({ err: error }, 'could not remove a scratch file of an OData cursor'));
   }
 
   /** Reads `want` rows into the page from the ranges in turn (fewer only at the end of the last), starting ranges as needed. */
@@ -167,7 +173,10 @@ export class RangeCursor {
         .then(() => this.writing)
         .then(
           () => this.writeAhead(),
-          () => undefined, // a failed range fails the page that reads it
+          // A failed range fails the page that reads it; the log says why it failed ahead of time.
+          (error: unknown) => {
+            if (!this.closed) this.log.warn({ err: error }, 'an OData cursor could not read its next range ahead');
+          },
         );
     }
   }
@@ -178,7 +187,7 @@ export class RangeCursor {
 
   private drop(range: Range): void {
     this.ranges.splice(this.ranges.indexOf(range), 1);
-    void range.source.close();
+    void this.closeSource(range.source);
   }
 
   private startRange(): Promise<void> {
@@ -188,7 +197,8 @@ export class RangeCursor {
 
   /** Prepares the next range's query and starts writing its rows once the last range is written. */
   private async nextRange(): Promise<void> {
-    await this.writing.catch(() => undefined);
+    // The last range's writer, done either way: its failure fails the page that reads its rows.
+    await Promise.allSettled([this.writing]);
     const { file, row } = this;
     const fileRows = this.session.dataset.files[file].rows;
     const to = rangeEnd(row, this.rangeRows, fileRows);
@@ -200,10 +210,11 @@ export class RangeCursor {
     const source = new JsonLinesFile(path, written);
     this.writing = source.written().then(async () => {
       // Later ranges aim at RANGE_BYTES by the size of what this one wrote.
-      const bytes = (await fs.stat(path).catch(() => undefined))?.size;
+      const bytes = (await statIfExists(path))?.size;
       if (bytes) this.rangeRows = clampRangeRows((RANGE_BYTES * (to - row)) / bytes);
     });
-    this.writing.catch(() => undefined); // its failure surfaces where its rows are read
+    // Its failure fails the page that reads its rows; the log has it in any case.
+    this.writing.catch((error: unknown) => this.log.debug({ err: error }, 'an OData cursor range failed while it was written'));
     // The position moves with the range it went to, so no one sees one without the other.
     this.ranges.push({ start: this.session.rowNumber(file, row), source, taken: 0, finished: false });
     [this.file, this.row] = to >= fileRows ? [file + 1, 0] : [file, to];

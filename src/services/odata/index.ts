@@ -2,6 +2,7 @@ import type { Authorizer, GrantSource } from '../../core/authz/index.ts';
 import type { Catalog } from '../../core/catalog/index.ts';
 import type { RowReader } from '../../core/engine/index.ts';
 import { serviceModule, type PublicUrl, type TokenVerifier } from '../../core/http/index.ts';
+import type { Logger } from '../../core/logger.ts';
 import type { BlobStore } from '../../core/storage/index.ts';
 import type { WorkspaceDirectory } from '../accounts/index.ts';
 import type { ClientAuthenticator } from './auth.ts';
@@ -27,6 +28,8 @@ export interface ODataOptions {
   workspaces: WorkspaceDirectory;
   /** Db.changes: lets a page's access lookup be kept while nothing was written. */
   changes?: () => number;
+  /** Where pages read ahead and cursors report what failed off the request path. */
+  log: Logger;
 }
 
 const PREFIX = '/odata';
@@ -36,7 +39,7 @@ export function createODataService(options: ODataOptions) {
   const { grants, catalog, workspaces, changes } = options;
   const baseUrl = () => options.publicUrl.service(PREFIX);
   const odata = new ODataService({ ...options, access: new DatasetAccessLookup({ grants, catalog, workspaces, changes }) });
-  const pages = new RowPages({ odata, readAhead: new ReadAhead(), cursors: new RangeCursors() });
+  const pages = new RowPages({ odata, readAhead: new ReadAhead(undefined, options.log), cursors: new RangeCursors(), log: options.log });
   return serviceModule({
     odata,
     apis: [

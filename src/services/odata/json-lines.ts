@@ -157,10 +157,14 @@ export class JsonLinesFile {
 
   /** Closes and removes the file. */
   async close(): Promise<void> {
-    const handle = await this.opening?.catch(() => undefined);
+    // A failed open was the failure of the read that started it: then there is no handle to close.
+    const [opened] = await Promise.allSettled([this.opening]);
     this.opening = undefined;
-    await handle?.close().catch(() => undefined);
-    await fs.rm(this.path, { force: true });
+    try {
+      if (opened.status === 'fulfilled') await opened.value?.close();
+    } finally {
+      await fs.rm(this.path, { force: true });
+    }
   }
 
   /** `writerDone`: whether the writer had finished before this read, so the file must exist. */

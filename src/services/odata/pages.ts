@@ -1,5 +1,6 @@
 import { Readable } from 'node:stream';
 import type { Principal } from '../../core/authz/index.ts';
+import type { Logger } from '../../core/logger.ts';
 import { RangeCursor, type CursorPage, type RangeCursors } from './cursor.ts';
 import type { DatasetVersion } from './model.ts';
 import { parseSkiptoken, type RowsOptions } from './options.ts';
@@ -13,6 +14,7 @@ export interface RowPagesDeps {
   odata: ODataService;
   readAhead: ReadAhead;
   cursors: RangeCursors;
+  log: Logger;
 }
 
 /** A rows request, with the version it reads once the caller is authorized for it. */
@@ -157,7 +159,7 @@ export class RowPages {
       if (kept) void discard(kept.cursor, early!);
       const read = this.readOf(request, version);
       contextUrl = read.contextUrl;
-      cursor = new RangeCursor(await this.deps.odata.open(version), read.asked.query, this.deps.cursors.pool, request.options);
+      cursor = new RangeCursor(await this.deps.odata.open(version), read.asked.query, this.deps.cursors.pool, request.options, this.deps.log);
       taken = cursor.page();
     }
     try {

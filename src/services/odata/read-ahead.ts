@@ -1,4 +1,5 @@
 import { LRUCache } from 'lru-cache';
+import { silentLogger, type Logger } from '../../core/logger.ts';
 
 /** A page as the client gets it: the pieces of its JSON text, and where the page after it starts. */
 export interface PageText {
@@ -30,7 +31,10 @@ export class ReadAhead {
   private readonly ready: LRUCache<string, PageText>;
   private readonly running = new Map<string, Promise<PageText | undefined>>();
 
-  constructor(private readonly limits: ReadAheadLimits = DEFAULT_READ_AHEAD) {
+  constructor(
+    private readonly limits: ReadAheadLimits = DEFAULT_READ_AHEAD,
+    private readonly log: Logger = silentLogger,
+  ) {
     this.ready = new LRUCache({
       maxSize: limits.maxChars,
       ttl: limits.ttlMs,
@@ -75,8 +79,9 @@ export class ReadAhead {
         }
         return page;
       },
-      () => {
+      (error: unknown) => {
         if (this.running.get(key) === job) this.running.delete(key);
+        this.log.warn({ err: error }, 'an OData page read ahead failed; the request for it reads it again');
         return undefined;
       },
     );

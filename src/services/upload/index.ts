@@ -2,8 +2,8 @@ import type { Authorizer } from '../../core/authz/index.ts';
 import type { Catalog } from '../../core/catalog/index.ts';
 import type { Db } from '../../core/db/index.ts';
 import type { Ingestor } from '../../core/engine/index.ts';
-import type { FastifyBaseLogger } from 'fastify';
 import { serviceModule, type TokenVerifier } from '../../core/http/index.ts';
+import type { Logger } from '../../core/logger.ts';
 import type { BlobStore } from '../../core/storage/index.ts';
 import { UploadRepo } from './repo.ts';
 import { uploadRoutes } from './routes.ts';
@@ -20,7 +20,8 @@ export interface UploadOptions {
   verifier: TokenVerifier;
   scratchDir: string;
   limits?: Partial<UploadLimits>;
-  log: FastifyBaseLogger;
+  /** Where the contract sweep and failed cleanups are reported. */
+  log: Logger;
 }
 
 /** The upload service: schema contracts, streamed writes and commits; its upkeep sweeps expired contracts. */

@@ -7,6 +7,7 @@ import { normalizeRef, type Catalog, type ColumnDef, type Dataset, type DatasetR
 import { newId } from '../../core/crypto/index.ts';
 import { FileShapeError, normalizeType, physicalType, ValueNotStorableError, type FileFormat, type Ingestor, type ReadOptions, type SourceColumn } from '../../core/engine/index.ts';
 import { AppError, RequestValidationError } from '../../core/errors/index.ts';
+import type { Logger } from '../../core/logger.ts';
 import type { BlobStore } from '../../core/storage/index.ts';
 import { planContract, type Issue, type Overrides, type PlanEntry, type SampledFile, type TargetColumnDef } from './plan.ts';
 import type { ContractRow, UploadRepo, WriteRow } from './repo.ts';
@@ -48,6 +49,7 @@ export interface UploadDeps {
   /** A local directory for uploads in flight. */
   scratchDir: string;
   limits?: Partial<UploadLimits>;
+  log: Logger;
 }
 
 export interface Sample {
@@ -325,9 +327,14 @@ export class UploadService {
     const expired = await this.deps.repo.expiredContracts(now);
     let swept = 0;
     for (const row of expired) {
-      if (!(await this.discardWrites(row))) continue;
-      await this.deps.repo.deleteContract(row.contract_id);
-      swept++;
+      try {
+        if (!(await this.discardWrites(row))) continue;
+        await this.deps.repo.deleteContract(row.contract_id);
+        swept++;
+      } catch (error) {
+        // One contract that cannot be swept now does not hold back the others; the next sweep tries again.
+        this.deps.log.error({ err: error, contract_id: row.contract_id }, 'could not sweep an expired upload contract');
+      }
     }
     return swept;
   }
@@ -410,7 +417,9 @@ export class UploadService {
       );
     } catch (error) {
       // Not recorded: whatever of it was staged is nobody's.
-      for (const key of keys) await this.deps.blobs.delete(key).catch(() => undefined);
+      for (const key of keys) {
+        await this.deps.blobs.delete(key).catch((failure: unknown) => this.deps.log.warn({ err: failure, key }, 'could not remove a staged file of a failed write'));
+      }
       throw error;
     } finally {
       await Promise.all(parts.map((p) => fsp.rm(p.path, { force: true })));

@@ -5,6 +5,7 @@ import { newId, type Sealer } from '../../../core/crypto/index.ts';
 import type { Db } from '../../../core/db/index.ts';
 import { quoteString } from '../../../core/engine/index.ts';
 import type { BlobStore } from '../../../core/storage/index.ts';
+import type { Logger } from '../../../core/logger.ts';
 import type { WorkspaceDirectory } from '../../accounts/index.ts';
 import type { PolicyPlanner } from '../../policy/index.ts';
 import type { JobRepo, JobRow } from '../repo.ts';
@@ -37,6 +38,7 @@ export interface StatementDeps extends StatementOptions {
   repo: JobRepo;
   blobs: BlobStore;
   timeoutMs: number;
+  log: Logger;
 }
 
 const RESULT_COLUMNS = [{ name: 'status', type: 'VARCHAR' }];
@@ -90,7 +92,10 @@ export class LakeportStatements {
     }
     const executionId = newId('job');
     // The change is made; a result file that cannot be written leaves a job without results, not a failed submit.
-    const resultKey = await this.writeResult(executionId, outcome.message).catch(() => null);
+    const resultKey = await this.writeResult(executionId, outcome.message).catch((error: unknown) => {
+      this.deps.log.error({ err: error, execution_id: executionId }, 'could not write the result of a statement; its job has none');
+      return null;
+    });
     return this.deps.repo.insert({
       execution_id: executionId,
       owner: caller.identity,

@@ -1,0 +1,27 @@
+import type { Stats } from 'node:fs';
+import fs from 'node:fs/promises';
+
+/** Whether an error is Node's "no such file or directory". */
+export function isNotFoundError(error: unknown): boolean {
+  return (error as NodeJS.ErrnoException | undefined)?.code === 'ENOENT';
+}
+
+/** The file's stat, or undefined when it does not exist (any other failure throws). */
+export async function statIfExists(file: string): Promise<Stats | undefined> {
+  try {
+    return await fs.stat(file);
+  } catch (error) {
+    if (isNotFoundError(error)) return undefined;
+    throw error;
+  }
+}
+
+/** The directory's entry names, or none when it does not exist (any other failure throws). */
+export async function readdirIfExists(dir: string): Promise<string[]> {
+  try {
+    return await fs.readdir(dir);
+  } catch (error) {
+    if (isNotFoundError(error)) return [];
+    throw error;
+  }
+}
