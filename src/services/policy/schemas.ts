@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { ROLES } from '../../core/authz/index.ts';
-import { Identity, WorkspaceName } from '../../core/http/index.ts';
+import { Identity, mediaResponse, WorkspaceName } from '../../core/http/index.ts';
 
 
 export const Role = z.enum(ROLES);
@@ -43,3 +43,5 @@ export const PolicyDetail = z.object({
 export const WorkspacePoliciesResponse = z.object({ workspace: z.string(), policies: z.array(PolicyDetail) });
 export const GenesisGrantResponse = WorkspacePoliciesResponse;
 export const DeletePolicyResponse = z.object({ message: z.string(), policy_id: z.string(), workspace: z.string() });
+
+export const EffectivePermissionsCsv = mediaResponse('Effective permissions per dataset', { 'text/csv': z.string() });
