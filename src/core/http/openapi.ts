@@ -59,10 +59,17 @@ function toJsonSchema(input: TransformInput, schema: z.ZodType): object {
 const mediaContent = (input: TransformInput, media: Media) =>
   Object.fromEntries(Object.entries(media).map(([type, schema]) => [type, { schema: toJsonSchema(input, schema) }]));
 
+const ERROR_RESPONSES = {
+  422: { schema: ValidationErrorBody, description: 'The request is invalid: one entry per problem, with its location' },
+  '4xx': { schema: ErrorBody, description: 'Refused: not authenticated, not allowed, not found, in conflict…' },
+  '5xx': { schema: ErrorBody, description: 'Server error' },
+};
+
 /** The error answers of a route: `{detail, code}` for any 4xx and 5xx, a 422 too when it takes input. */
 function errorResponses(schema: FastifySchema) {
   const takesInput = ['body', 'bodyMedia', 'querystring', 'params', 'headers'].some((part) => schema[part as keyof FastifySchema] !== undefined);
-  return { ...(takesInput ? { 422: ValidationErrorBody } : {}), '4xx': ErrorBody, '5xx': ErrorBody };
+  const { 422: invalid, ...others } = ERROR_RESPONSES;
+  return takesInput ? { 422: invalid, ...others } : others;
 }
 
 /** jsonSchemaTransform, plus every route's error answers, media-typed bodies and documented-only request bodies. */
@@ -72,8 +79,11 @@ function transform(input: TransformInput) {
   const { response = {}, bodyMedia, ...rest } = schema as FastifySchema & { response?: Record<string, unknown> };
   const entries = Object.entries(response);
   const json = Object.fromEntries(entries.filter(([, entry]) => !isMediaEntry(entry)));
-  const result = jsonSchemaTransform({ ...input, schema: { ...rest, response: { ...errorResponses(schema), ...json } } });
-  const transformed = result.schema as Record<string, unknown> & { response: Record<string, unknown> };
+  const errors = errorResponses(schema);
+  const errorSchemas = Object.fromEntries(Object.entries(errors).map(([status, error]) => [status, error.schema]));
+  const result = jsonSchemaTransform({ ...input, schema: { ...rest, response: { ...errorSchemas, ...json } } });
+  const transformed = result.schema as Record<string, unknown> & { response: Record<string, Record<string, unknown>> };
+  for (const [status, error] of Object.entries(errors)) transformed.response[status]['x-response-description'] = error.description;
   for (const [status, entry] of entries) {
     if (isMediaEntry(entry)) transformed.response[status] = { description: entry.description, content: mediaContent(input, entry.media) };
   }
