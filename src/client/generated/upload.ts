@@ -23,8 +23,37 @@ export interface paths {
             requestBody: {
                 content: {
                     "multipart/form-data": {
-                        /** @description The contract request as JSON: {destination, schema: {mode, columns}, format} */
-                        contract: string;
+                        /** @description A JSON part */
+                        contract: {
+                            /** @description 'workspace.collection.dataset' */
+                            destination: string;
+                            /** @default {} */
+                            schema?: {
+                                /**
+                                 * @default auto
+                                 * @enum {string}
+                                 */
+                                mode?: "declared" | "infer" | "dataset" | "auto";
+                                /** @description Every column, for declared mode */
+                                columns?: {
+                                    name: string;
+                                    type: string;
+                                    nullable?: boolean;
+                                }[];
+                            };
+                            format?: {
+                                /**
+                                 * @description Default: from each file name
+                                 * @enum {string}
+                                 */
+                                type?: "csv" | "jsonl" | "parquet";
+                                delimiter?: string;
+                                header?: boolean;
+                                quote?: string;
+                                escape?: string;
+                                null_string?: string;
+                            };
+                        };
                         /** @description One part per file: a prefix (CSV/JSONL) or the footer (Parquet), named by its file name */
                         sample: string[];
                     };

@@ -49,15 +49,15 @@ type MediaEntry = ReturnType<typeof mediaResponse>;
 
 const isMediaEntry = (entry: unknown): entry is MediaEntry => typeof entry === 'object' && entry !== null && 'content' in entry && !(entry instanceof z.ZodType);
 
-/** A schema as the library converts a response's (named schemas become references to components). */
-function toJsonSchema(input: TransformInput, schema: z.ZodType): object {
-  const converted = jsonSchemaTransform({ ...input, schema: { response: { 200: schema } } }).schema as { response: Record<number, Record<string, unknown>> };
-  const { $schema: _schema, $id: _id, ...json } = converted.response[200];
+/** A schema converted as the library converts a request body's or a response's (named schemas become references). */
+function toJsonSchema(input: TransformInput, part: 'body' | 'response', schema: z.ZodType): object {
+  const converted = jsonSchemaTransform({ ...input, schema: part === 'body' ? { body: schema } : { response: { 200: schema } } }).schema as Record<string, Record<string, unknown>>;
+  const { $schema: _schema, $id: _id, ...json } = part === 'body' ? converted.body : (converted.response[200] as Record<string, unknown>);
   return json;
 }
 
-const mediaContent = (input: TransformInput, media: Media) =>
-  Object.fromEntries(Object.entries(media).map(([type, schema]) => [type, { schema: toJsonSchema(input, schema) }]));
+const mediaContent = (input: TransformInput, part: 'body' | 'response', media: Media) =>
+  Object.fromEntries(Object.entries(media).map(([type, schema]) => [type, { schema: toJsonSchema(input, part, schema) }]));
 
 const ERROR_RESPONSES = {
   422: { schema: ValidationErrorBody, description: 'The request is invalid: one entry per problem, with its location' },
@@ -85,9 +85,9 @@ function transform(input: TransformInput) {
   const transformed = result.schema as Record<string, unknown> & { response: Record<string, Record<string, unknown>> };
   for (const [status, error] of Object.entries(errors)) transformed.response[status]['x-response-description'] = error.description;
   for (const [status, entry] of entries) {
-    if (isMediaEntry(entry)) transformed.response[status] = { description: entry.description, content: mediaContent(input, entry.media) };
+    if (isMediaEntry(entry)) transformed.response[status] = { description: entry.description, content: mediaContent(input, 'response', entry.media) };
   }
-  if (bodyMedia) transformed.body = { content: mediaContent(input, bodyMedia) };
+  if (bodyMedia) transformed.body = { content: mediaContent(input, 'body', bodyMedia) };
   return result;
 }
 

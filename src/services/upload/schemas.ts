@@ -114,7 +114,7 @@ export type CommitResult = z.infer<typeof CommitResult>;
 
 /** The negotiation's multipart body, read by the route itself. */
 export const NegotiationForm = z.object({
-  contract: z.string().describe('The contract request as JSON: {destination, schema: {mode, columns}, format}'),
+  contract: ContractRequest.describe('A JSON part'),
   sample: z.array(BinaryBody).describe('One part per file: a prefix (CSV/JSONL) or the footer (Parquet), named by its file name'),
 });
 
