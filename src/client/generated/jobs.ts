@@ -735,7 +735,8 @@ export interface components {
         JobError: {
             code: string;
             message: string;
-            position?: number;
+            /** @description 0-based offset into sql_text */
+            position?: number | null;
             line?: number | null;
             column?: number | null;
         } & {

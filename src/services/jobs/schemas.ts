@@ -64,7 +64,7 @@ export const JobSubmitted = z.object({ execution_id: z.string(), status: JobStat
 /** Where an error is in sql_text: 1-based line and column (null or absent when it has no place). */
 const ErrorPlace = { line: z.number().int().nullish(), column: z.number().int().nullish() };
 
-export const JobError = z.looseObject({ code: z.string(), message: z.string(), position: z.number().int().optional(), ...ErrorPlace }).meta({ id: 'JobError' });
+export const JobError = z.looseObject({ code: z.string(), message: z.string(), position: z.number().int().nullish().describe('0-based offset into sql_text'), ...ErrorPlace }).meta({ id: 'JobError' });
 
 export const Job = z
   .object({
