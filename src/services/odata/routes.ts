@@ -60,7 +60,7 @@ export const odataRoutes =
         return reply.type(JSON_TYPE).send(buildServiceDocument(`${root()}/$metadata`, readable.map((r) => refOf(r.dataset))));
       };
       api.get('/api/v4', { schema: { summary: 'Service document: the entity sets the caller may read', response: { 200: S.ServiceDocument } } }, serviceDocument);
-      api.get('/api/v4/', { schema: { hide: true } }, serviceDocument);
+      api.get('/api/v4/', { schema: { hide: true, response: { 200: S.ServiceDocument } } }, serviceDocument);
 
       api.get('/api/v4/$metadata', { schema: { summary: 'EDMX for every dataset the caller may read', response: { 200: S.Metadata } } }, async (request, reply) => {
         checkFormat(query(request), 'xml');
