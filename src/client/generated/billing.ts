@@ -42,7 +42,7 @@ export interface paths {
                         }[];
                     };
                 };
-                /** @description Default Response */
+                /** @description Refused: not authenticated, not allowed, not found, in conflict… */
                 "4XX": {
                     headers: {
                         [name: string]: unknown;
@@ -51,7 +51,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Default Response */
+                /** @description Server error */
                 "5XX": {
                     headers: {
                         [name: string]: unknown;
@@ -108,7 +108,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Default Response */
+                /** @description The request is invalid: one entry per problem, with its location */
                 422: {
                     headers: {
                         [name: string]: unknown;
@@ -117,7 +117,7 @@ export interface paths {
                         "application/json": components["schemas"]["HTTPValidationError"];
                     };
                 };
-                /** @description Default Response */
+                /** @description Refused: not authenticated, not allowed, not found, in conflict… */
                 "4XX": {
                     headers: {
                         [name: string]: unknown;
@@ -126,7 +126,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Default Response */
+                /** @description Server error */
                 "5XX": {
                     headers: {
                         [name: string]: unknown;
@@ -184,7 +184,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Default Response */
+                /** @description The request is invalid: one entry per problem, with its location */
                 422: {
                     headers: {
                         [name: string]: unknown;
@@ -193,7 +193,7 @@ export interface paths {
                         "application/json": components["schemas"]["HTTPValidationError"];
                     };
                 };
-                /** @description Default Response */
+                /** @description Refused: not authenticated, not allowed, not found, in conflict… */
                 "4XX": {
                     headers: {
                         [name: string]: unknown;
@@ -202,7 +202,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Default Response */
+                /** @description Server error */
                 "5XX": {
                     headers: {
                         [name: string]: unknown;
@@ -249,7 +249,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Default Response */
+                /** @description The request is invalid: one entry per problem, with its location */
                 422: {
                     headers: {
                         [name: string]: unknown;
@@ -258,7 +258,7 @@ export interface paths {
                         "application/json": components["schemas"]["HTTPValidationError"];
                     };
                 };
-                /** @description Default Response */
+                /** @description Refused: not authenticated, not allowed, not found, in conflict… */
                 "4XX": {
                     headers: {
                         [name: string]: unknown;
@@ -267,7 +267,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Default Response */
+                /** @description Server error */
                 "5XX": {
                     headers: {
                         [name: string]: unknown;
@@ -329,7 +329,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Default Response */
+                /** @description The request is invalid: one entry per problem, with its location */
                 422: {
                     headers: {
                         [name: string]: unknown;
@@ -338,7 +338,7 @@ export interface paths {
                         "application/json": components["schemas"]["HTTPValidationError"];
                     };
                 };
-                /** @description Default Response */
+                /** @description Refused: not authenticated, not allowed, not found, in conflict… */
                 "4XX": {
                     headers: {
                         [name: string]: unknown;
@@ -347,7 +347,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Default Response */
+                /** @description Server error */
                 "5XX": {
                     headers: {
                         [name: string]: unknown;
@@ -406,7 +406,7 @@ export interface paths {
                         }[];
                     };
                 };
-                /** @description Default Response */
+                /** @description The request is invalid: one entry per problem, with its location */
                 422: {
                     headers: {
                         [name: string]: unknown;
@@ -415,7 +415,7 @@ export interface paths {
                         "application/json": components["schemas"]["HTTPValidationError"];
                     };
                 };
-                /** @description Default Response */
+                /** @description Refused: not authenticated, not allowed, not found, in conflict… */
                 "4XX": {
                     headers: {
                         [name: string]: unknown;
@@ -424,7 +424,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Default Response */
+                /** @description Server error */
                 "5XX": {
                     headers: {
                         [name: string]: unknown;
@@ -489,7 +489,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Default Response */
+                /** @description The request is invalid: one entry per problem, with its location */
                 422: {
                     headers: {
                         [name: string]: unknown;
@@ -498,7 +498,7 @@ export interface paths {
                         "application/json": components["schemas"]["HTTPValidationError"];
                     };
                 };
-                /** @description Default Response */
+                /** @description Refused: not authenticated, not allowed, not found, in conflict… */
                 "4XX": {
                     headers: {
                         [name: string]: unknown;
@@ -507,7 +507,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Default Response */
+                /** @description Server error */
                 "5XX": {
                     headers: {
                         [name: string]: unknown;
@@ -560,7 +560,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Default Response */
+                /** @description The request is invalid: one entry per problem, with its location */
                 422: {
                     headers: {
                         [name: string]: unknown;
@@ -569,7 +569,7 @@ export interface paths {
                         "application/json": components["schemas"]["HTTPValidationError"];
                     };
                 };
-                /** @description Default Response */
+                /** @description Refused: not authenticated, not allowed, not found, in conflict… */
                 "4XX": {
                     headers: {
                         [name: string]: unknown;
@@ -578,7 +578,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Default Response */
+                /** @description Server error */
                 "5XX": {
                     headers: {
                         [name: string]: unknown;
@@ -638,7 +638,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Default Response */
+                /** @description The request is invalid: one entry per problem, with its location */
                 422: {
                     headers: {
                         [name: string]: unknown;
@@ -647,7 +647,7 @@ export interface paths {
                         "application/json": components["schemas"]["HTTPValidationError"];
                     };
                 };
-                /** @description Default Response */
+                /** @description Refused: not authenticated, not allowed, not found, in conflict… */
                 "4XX": {
                     headers: {
                         [name: string]: unknown;
@@ -656,7 +656,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Default Response */
+                /** @description Server error */
                 "5XX": {
                     headers: {
                         [name: string]: unknown;
@@ -718,7 +718,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Default Response */
+                /** @description The request is invalid: one entry per problem, with its location */
                 422: {
                     headers: {
                         [name: string]: unknown;
@@ -727,7 +727,7 @@ export interface paths {
                         "application/json": components["schemas"]["HTTPValidationError"];
                     };
                 };
-                /** @description Default Response */
+                /** @description Refused: not authenticated, not allowed, not found, in conflict… */
                 "4XX": {
                     headers: {
                         [name: string]: unknown;
@@ -736,7 +736,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Default Response */
+                /** @description Server error */
                 "5XX": {
                     headers: {
                         [name: string]: unknown;
@@ -786,7 +786,7 @@ export interface paths {
                         }[];
                     };
                 };
-                /** @description Default Response */
+                /** @description Refused: not authenticated, not allowed, not found, in conflict… */
                 "4XX": {
                     headers: {
                         [name: string]: unknown;
@@ -795,7 +795,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Default Response */
+                /** @description Server error */
                 "5XX": {
                     headers: {
                         [name: string]: unknown;
@@ -849,7 +849,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Default Response */
+                /** @description The request is invalid: one entry per problem, with its location */
                 422: {
                     headers: {
                         [name: string]: unknown;
@@ -858,7 +858,7 @@ export interface paths {
                         "application/json": components["schemas"]["HTTPValidationError"];
                     };
                 };
-                /** @description Default Response */
+                /** @description Refused: not authenticated, not allowed, not found, in conflict… */
                 "4XX": {
                     headers: {
                         [name: string]: unknown;
@@ -867,7 +867,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Default Response */
+                /** @description Server error */
                 "5XX": {
                     headers: {
                         [name: string]: unknown;
@@ -942,7 +942,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Default Response */
+                /** @description The request is invalid: one entry per problem, with its location */
                 422: {
                     headers: {
                         [name: string]: unknown;
@@ -951,7 +951,7 @@ export interface paths {
                         "application/json": components["schemas"]["HTTPValidationError"];
                     };
                 };
-                /** @description Default Response */
+                /** @description Refused: not authenticated, not allowed, not found, in conflict… */
                 "4XX": {
                     headers: {
                         [name: string]: unknown;
@@ -960,7 +960,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Default Response */
+                /** @description Server error */
                 "5XX": {
                     headers: {
                         [name: string]: unknown;
@@ -1009,7 +1009,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Default Response */
+                /** @description The request is invalid: one entry per problem, with its location */
                 422: {
                     headers: {
                         [name: string]: unknown;
@@ -1018,7 +1018,7 @@ export interface paths {
                         "application/json": components["schemas"]["HTTPValidationError"];
                     };
                 };
-                /** @description Default Response */
+                /** @description Refused: not authenticated, not allowed, not found, in conflict… */
                 "4XX": {
                     headers: {
                         [name: string]: unknown;
@@ -1027,7 +1027,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Default Response */
+                /** @description Server error */
                 "5XX": {
                     headers: {
                         [name: string]: unknown;
@@ -1087,7 +1087,7 @@ export interface paths {
                         }[];
                     };
                 };
-                /** @description Default Response */
+                /** @description The request is invalid: one entry per problem, with its location */
                 422: {
                     headers: {
                         [name: string]: unknown;
@@ -1096,7 +1096,7 @@ export interface paths {
                         "application/json": components["schemas"]["HTTPValidationError"];
                     };
                 };
-                /** @description Default Response */
+                /** @description Refused: not authenticated, not allowed, not found, in conflict… */
                 "4XX": {
                     headers: {
                         [name: string]: unknown;
@@ -1105,7 +1105,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Default Response */
+                /** @description Server error */
                 "5XX": {
                     headers: {
                         [name: string]: unknown;
@@ -1170,7 +1170,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Default Response */
+                /** @description The request is invalid: one entry per problem, with its location */
                 422: {
                     headers: {
                         [name: string]: unknown;
@@ -1179,7 +1179,7 @@ export interface paths {
                         "application/json": components["schemas"]["HTTPValidationError"];
                     };
                 };
-                /** @description Default Response */
+                /** @description Refused: not authenticated, not allowed, not found, in conflict… */
                 "4XX": {
                     headers: {
                         [name: string]: unknown;
@@ -1188,7 +1188,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Default Response */
+                /** @description Server error */
                 "5XX": {
                     headers: {
                         [name: string]: unknown;

@@ -42,7 +42,7 @@ export interface paths {
                         }[];
                     };
                 };
-                /** @description Default Response */
+                /** @description Refused: not authenticated, not allowed, not found, in conflict… */
                 "4XX": {
                     headers: {
                         [name: string]: unknown;
@@ -51,7 +51,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Default Response */
+                /** @description Server error */
                 "5XX": {
                     headers: {
                         [name: string]: unknown;
@@ -108,7 +108,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Default Response */
+                /** @description The request is invalid: one entry per problem, with its location */
                 422: {
                     headers: {
                         [name: string]: unknown;
@@ -117,7 +117,7 @@ export interface paths {
                         "application/json": components["schemas"]["HTTPValidationError"];
                     };
                 };
-                /** @description Default Response */
+                /** @description Refused: not authenticated, not allowed, not found, in conflict… */
                 "4XX": {
                     headers: {
                         [name: string]: unknown;
@@ -126,7 +126,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Default Response */
+                /** @description Server error */
                 "5XX": {
                     headers: {
                         [name: string]: unknown;
@@ -184,7 +184,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Default Response */
+                /** @description The request is invalid: one entry per problem, with its location */
                 422: {
                     headers: {
                         [name: string]: unknown;
@@ -193,7 +193,7 @@ export interface paths {
                         "application/json": components["schemas"]["HTTPValidationError"];
                     };
                 };
-                /** @description Default Response */
+                /** @description Refused: not authenticated, not allowed, not found, in conflict… */
                 "4XX": {
                     headers: {
                         [name: string]: unknown;
@@ -202,7 +202,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Default Response */
+                /** @description Server error */
                 "5XX": {
                     headers: {
                         [name: string]: unknown;
@@ -249,7 +249,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Default Response */
+                /** @description The request is invalid: one entry per problem, with its location */
                 422: {
                     headers: {
                         [name: string]: unknown;
@@ -258,7 +258,7 @@ export interface paths {
                         "application/json": components["schemas"]["HTTPValidationError"];
                     };
                 };
-                /** @description Default Response */
+                /** @description Refused: not authenticated, not allowed, not found, in conflict… */
                 "4XX": {
                     headers: {
                         [name: string]: unknown;
@@ -267,7 +267,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Default Response */
+                /** @description Server error */
                 "5XX": {
                     headers: {
                         [name: string]: unknown;
@@ -329,7 +329,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Default Response */
+                /** @description The request is invalid: one entry per problem, with its location */
                 422: {
                     headers: {
                         [name: string]: unknown;
@@ -338,7 +338,7 @@ export interface paths {
                         "application/json": components["schemas"]["HTTPValidationError"];
                     };
                 };
-                /** @description Default Response */
+                /** @description Refused: not authenticated, not allowed, not found, in conflict… */
                 "4XX": {
                     headers: {
                         [name: string]: unknown;
@@ -347,7 +347,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Default Response */
+                /** @description Server error */
                 "5XX": {
                     headers: {
                         [name: string]: unknown;
@@ -406,7 +406,7 @@ export interface paths {
                         }[];
                     };
                 };
-                /** @description Default Response */
+                /** @description The request is invalid: one entry per problem, with its location */
                 422: {
                     headers: {
                         [name: string]: unknown;
@@ -415,7 +415,7 @@ export interface paths {
                         "application/json": components["schemas"]["HTTPValidationError"];
                     };
                 };
-                /** @description Default Response */
+                /** @description Refused: not authenticated, not allowed, not found, in conflict… */
                 "4XX": {
                     headers: {
                         [name: string]: unknown;
@@ -424,7 +424,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Default Response */
+                /** @description Server error */
                 "5XX": {
                     headers: {
                         [name: string]: unknown;
@@ -489,7 +489,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Default Response */
+                /** @description The request is invalid: one entry per problem, with its location */
                 422: {
                     headers: {
                         [name: string]: unknown;
@@ -498,7 +498,7 @@ export interface paths {
                         "application/json": components["schemas"]["HTTPValidationError"];
                     };
                 };
-                /** @description Default Response */
+                /** @description Refused: not authenticated, not allowed, not found, in conflict… */
                 "4XX": {
                     headers: {
                         [name: string]: unknown;
@@ -507,7 +507,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Default Response */
+                /** @description Server error */
                 "5XX": {
                     headers: {
                         [name: string]: unknown;
@@ -560,7 +560,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Default Response */
+                /** @description The request is invalid: one entry per problem, with its location */
                 422: {
                     headers: {
                         [name: string]: unknown;
@@ -569,7 +569,7 @@ export interface paths {
                         "application/json": components["schemas"]["HTTPValidationError"];
                     };
                 };
-                /** @description Default Response */
+                /** @description Refused: not authenticated, not allowed, not found, in conflict… */
                 "4XX": {
                     headers: {
                         [name: string]: unknown;
@@ -578,7 +578,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Default Response */
+                /** @description Server error */
                 "5XX": {
                     headers: {
                         [name: string]: unknown;
@@ -638,7 +638,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Default Response */
+                /** @description The request is invalid: one entry per problem, with its location */
                 422: {
                     headers: {
                         [name: string]: unknown;
@@ -647,7 +647,7 @@ export interface paths {
                         "application/json": components["schemas"]["HTTPValidationError"];
                     };
                 };
-                /** @description Default Response */
+                /** @description Refused: not authenticated, not allowed, not found, in conflict… */
                 "4XX": {
                     headers: {
                         [name: string]: unknown;
@@ -656,7 +656,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Default Response */
+                /** @description Server error */
                 "5XX": {
                     headers: {
                         [name: string]: unknown;
@@ -718,7 +718,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Default Response */
+                /** @description The request is invalid: one entry per problem, with its location */
                 422: {
                     headers: {
                         [name: string]: unknown;
@@ -727,7 +727,7 @@ export interface paths {
                         "application/json": components["schemas"]["HTTPValidationError"];
                     };
                 };
-                /** @description Default Response */
+                /** @description Refused: not authenticated, not allowed, not found, in conflict… */
                 "4XX": {
                     headers: {
                         [name: string]: unknown;
@@ -736,7 +736,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Default Response */
+                /** @description Server error */
                 "5XX": {
                     headers: {
                         [name: string]: unknown;
@@ -786,7 +786,7 @@ export interface paths {
                         }[];
                     };
                 };
-                /** @description Default Response */
+                /** @description Refused: not authenticated, not allowed, not found, in conflict… */
                 "4XX": {
                     headers: {
                         [name: string]: unknown;
@@ -795,7 +795,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Default Response */
+                /** @description Server error */
                 "5XX": {
                     headers: {
                         [name: string]: unknown;
@@ -849,7 +849,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Default Response */
+                /** @description The request is invalid: one entry per problem, with its location */
                 422: {
                     headers: {
                         [name: string]: unknown;
@@ -858,7 +858,7 @@ export interface paths {
                         "application/json": components["schemas"]["HTTPValidationError"];
                     };
                 };
-                /** @description Default Response */
+                /** @description Refused: not authenticated, not allowed, not found, in conflict… */
                 "4XX": {
                     headers: {
                         [name: string]: unknown;
@@ -867,7 +867,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Default Response */
+                /** @description Server error */
                 "5XX": {
                     headers: {
                         [name: string]: unknown;
@@ -944,7 +944,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Default Response */
+                /** @description The request is invalid: one entry per problem, with its location */
                 422: {
                     headers: {
                         [name: string]: unknown;
@@ -953,7 +953,7 @@ export interface paths {
                         "application/json": components["schemas"]["HTTPValidationError"];
                     };
                 };
-                /** @description Default Response */
+                /** @description Refused: not authenticated, not allowed, not found, in conflict… */
                 "4XX": {
                     headers: {
                         [name: string]: unknown;
@@ -962,7 +962,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Default Response */
+                /** @description Server error */
                 "5XX": {
                     headers: {
                         [name: string]: unknown;
@@ -1024,7 +1024,7 @@ export interface paths {
                         }[];
                     };
                 };
-                /** @description Default Response */
+                /** @description The request is invalid: one entry per problem, with its location */
                 422: {
                     headers: {
                         [name: string]: unknown;
@@ -1033,7 +1033,7 @@ export interface paths {
                         "application/json": components["schemas"]["HTTPValidationError"];
                     };
                 };
-                /** @description Default Response */
+                /** @description Refused: not authenticated, not allowed, not found, in conflict… */
                 "4XX": {
                     headers: {
                         [name: string]: unknown;
@@ -1042,7 +1042,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Default Response */
+                /** @description Server error */
                 "5XX": {
                     headers: {
                         [name: string]: unknown;
@@ -1094,7 +1094,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Default Response */
+                /** @description The request is invalid: one entry per problem, with its location */
                 422: {
                     headers: {
                         [name: string]: unknown;
@@ -1103,7 +1103,7 @@ export interface paths {
                         "application/json": components["schemas"]["HTTPValidationError"];
                     };
                 };
-                /** @description Default Response */
+                /** @description Refused: not authenticated, not allowed, not found, in conflict… */
                 "4XX": {
                     headers: {
                         [name: string]: unknown;
@@ -1112,7 +1112,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Default Response */
+                /** @description Server error */
                 "5XX": {
                     headers: {
                         [name: string]: unknown;
@@ -1186,7 +1186,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Default Response */
+                /** @description The request is invalid: one entry per problem, with its location */
                 422: {
                     headers: {
                         [name: string]: unknown;
@@ -1195,7 +1195,7 @@ export interface paths {
                         "application/json": components["schemas"]["HTTPValidationError"];
                     };
                 };
-                /** @description Default Response */
+                /** @description Refused: not authenticated, not allowed, not found, in conflict… */
                 "4XX": {
                     headers: {
                         [name: string]: unknown;
@@ -1204,7 +1204,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Default Response */
+                /** @description Server error */
                 "5XX": {
                     headers: {
                         [name: string]: unknown;

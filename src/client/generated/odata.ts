@@ -29,7 +29,7 @@ export interface paths {
                         "text/plain": string;
                     };
                 };
-                /** @description Default Response */
+                /** @description Refused: not authenticated, not allowed, not found, in conflict… */
                 "4XX": {
                     headers: {
                         [name: string]: unknown;
@@ -38,7 +38,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Default Response */
+                /** @description Server error */
                 "5XX": {
                     headers: {
                         [name: string]: unknown;
@@ -83,7 +83,7 @@ export interface paths {
                         "application/json": components["schemas"]["ODataServiceDocument"];
                     };
                 };
-                /** @description Default Response */
+                /** @description Refused: not authenticated, not allowed, not found, in conflict… */
                 "4XX": {
                     headers: {
                         [name: string]: unknown;
@@ -92,7 +92,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Default Response */
+                /** @description Server error */
                 "5XX": {
                     headers: {
                         [name: string]: unknown;
@@ -137,7 +137,7 @@ export interface paths {
                         "application/xml": string;
                     };
                 };
-                /** @description Default Response */
+                /** @description Refused: not authenticated, not allowed, not found, in conflict… */
                 "4XX": {
                     headers: {
                         [name: string]: unknown;
@@ -146,7 +146,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Default Response */
+                /** @description Server error */
                 "5XX": {
                     headers: {
                         [name: string]: unknown;
@@ -195,7 +195,7 @@ export interface paths {
                         "application/xml": string;
                     };
                 };
-                /** @description Default Response */
+                /** @description Refused: not authenticated, not allowed, not found, in conflict… */
                 "4XX": {
                     headers: {
                         [name: string]: unknown;
@@ -204,7 +204,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Default Response */
+                /** @description Server error */
                 "5XX": {
                     headers: {
                         [name: string]: unknown;
@@ -253,7 +253,7 @@ export interface paths {
                         "application/json": components["schemas"]["ODataRowsPage"];
                     };
                 };
-                /** @description Default Response */
+                /** @description Refused: not authenticated, not allowed, not found, in conflict… */
                 "4XX": {
                     headers: {
                         [name: string]: unknown;
@@ -262,7 +262,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Default Response */
+                /** @description Server error */
                 "5XX": {
                     headers: {
                         [name: string]: unknown;
@@ -309,7 +309,7 @@ export interface paths {
                         "application/xml": string;
                     };
                 };
-                /** @description Default Response */
+                /** @description Refused: not authenticated, not allowed, not found, in conflict… */
                 "4XX": {
                     headers: {
                         [name: string]: unknown;
@@ -318,7 +318,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Default Response */
+                /** @description Server error */
                 "5XX": {
                     headers: {
                         [name: string]: unknown;
@@ -365,7 +365,7 @@ export interface paths {
                         "application/json": components["schemas"]["ODataRowsPage"];
                     };
                 };
-                /** @description Default Response */
+                /** @description Refused: not authenticated, not allowed, not found, in conflict… */
                 "4XX": {
                     headers: {
                         [name: string]: unknown;
@@ -374,7 +374,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Default Response */
+                /** @description Server error */
                 "5XX": {
                     headers: {
                         [name: string]: unknown;

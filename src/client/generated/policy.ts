@@ -58,7 +58,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Default Response */
+                /** @description The request is invalid: one entry per problem, with its location */
                 422: {
                     headers: {
                         [name: string]: unknown;
@@ -67,7 +67,7 @@ export interface paths {
                         "application/json": components["schemas"]["HTTPValidationError"];
                     };
                 };
-                /** @description Default Response */
+                /** @description Refused: not authenticated, not allowed, not found, in conflict… */
                 "4XX": {
                     headers: {
                         [name: string]: unknown;
@@ -76,7 +76,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Default Response */
+                /** @description Server error */
                 "5XX": {
                     headers: {
                         [name: string]: unknown;
@@ -136,7 +136,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Default Response */
+                /** @description The request is invalid: one entry per problem, with its location */
                 422: {
                     headers: {
                         [name: string]: unknown;
@@ -145,7 +145,7 @@ export interface paths {
                         "application/json": components["schemas"]["HTTPValidationError"];
                     };
                 };
-                /** @description Default Response */
+                /** @description Refused: not authenticated, not allowed, not found, in conflict… */
                 "4XX": {
                     headers: {
                         [name: string]: unknown;
@@ -154,7 +154,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Default Response */
+                /** @description Server error */
                 "5XX": {
                     headers: {
                         [name: string]: unknown;
@@ -201,7 +201,7 @@ export interface paths {
                         "text/csv": string;
                     };
                 };
-                /** @description Default Response */
+                /** @description The request is invalid: one entry per problem, with its location */
                 422: {
                     headers: {
                         [name: string]: unknown;
@@ -210,7 +210,7 @@ export interface paths {
                         "application/json": components["schemas"]["HTTPValidationError"];
                     };
                 };
-                /** @description Default Response */
+                /** @description Refused: not authenticated, not allowed, not found, in conflict… */
                 "4XX": {
                     headers: {
                         [name: string]: unknown;
@@ -219,7 +219,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Default Response */
+                /** @description Server error */
                 "5XX": {
                     headers: {
                         [name: string]: unknown;
@@ -296,7 +296,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Default Response */
+                /** @description The request is invalid: one entry per problem, with its location */
                 422: {
                     headers: {
                         [name: string]: unknown;
@@ -305,7 +305,7 @@ export interface paths {
                         "application/json": components["schemas"]["HTTPValidationError"];
                     };
                 };
-                /** @description Default Response */
+                /** @description Refused: not authenticated, not allowed, not found, in conflict… */
                 "4XX": {
                     headers: {
                         [name: string]: unknown;
@@ -314,7 +314,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Default Response */
+                /** @description Server error */
                 "5XX": {
                     headers: {
                         [name: string]: unknown;
@@ -372,7 +372,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Default Response */
+                /** @description The request is invalid: one entry per problem, with its location */
                 422: {
                     headers: {
                         [name: string]: unknown;
@@ -381,7 +381,7 @@ export interface paths {
                         "application/json": components["schemas"]["HTTPValidationError"];
                     };
                 };
-                /** @description Default Response */
+                /** @description Refused: not authenticated, not allowed, not found, in conflict… */
                 "4XX": {
                     headers: {
                         [name: string]: unknown;
@@ -390,7 +390,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Default Response */
+                /** @description Server error */
                 "5XX": {
                     headers: {
                         [name: string]: unknown;
@@ -443,7 +443,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Default Response */
+                /** @description The request is invalid: one entry per problem, with its location */
                 422: {
                     headers: {
                         [name: string]: unknown;
@@ -452,7 +452,7 @@ export interface paths {
                         "application/json": components["schemas"]["HTTPValidationError"];
                     };
                 };
-                /** @description Default Response */
+                /** @description Refused: not authenticated, not allowed, not found, in conflict… */
                 "4XX": {
                     headers: {
                         [name: string]: unknown;
@@ -461,7 +461,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Default Response */
+                /** @description Server error */
                 "5XX": {
                     headers: {
                         [name: string]: unknown;
@@ -499,7 +499,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Default Response */
+                /** @description The request is invalid: one entry per problem, with its location */
                 422: {
                     headers: {
                         [name: string]: unknown;
@@ -508,7 +508,7 @@ export interface paths {
                         "application/json": components["schemas"]["HTTPValidationError"];
                     };
                 };
-                /** @description Default Response */
+                /** @description Refused: not authenticated, not allowed, not found, in conflict… */
                 "4XX": {
                     headers: {
                         [name: string]: unknown;
@@ -517,7 +517,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Default Response */
+                /** @description Server error */
                 "5XX": {
                     headers: {
                         [name: string]: unknown;

@@ -69,7 +69,7 @@ export interface paths {
                         "application/json": components["schemas"]["Contract"];
                     };
                 };
-                /** @description Default Response */
+                /** @description The request is invalid: one entry per problem, with its location */
                 422: {
                     headers: {
                         [name: string]: unknown;
@@ -78,7 +78,7 @@ export interface paths {
                         "application/json": components["schemas"]["HTTPValidationError"];
                     };
                 };
-                /** @description Default Response */
+                /** @description Refused: not authenticated, not allowed, not found, in conflict… */
                 "4XX": {
                     headers: {
                         [name: string]: unknown;
@@ -87,7 +87,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Default Response */
+                /** @description Server error */
                 "5XX": {
                     headers: {
                         [name: string]: unknown;
@@ -132,7 +132,7 @@ export interface paths {
                         "application/json": components["schemas"]["Contract"];
                     };
                 };
-                /** @description Default Response */
+                /** @description The request is invalid: one entry per problem, with its location */
                 422: {
                     headers: {
                         [name: string]: unknown;
@@ -141,7 +141,7 @@ export interface paths {
                         "application/json": components["schemas"]["HTTPValidationError"];
                     };
                 };
-                /** @description Default Response */
+                /** @description Refused: not authenticated, not allowed, not found, in conflict… */
                 "4XX": {
                     headers: {
                         [name: string]: unknown;
@@ -150,7 +150,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Default Response */
+                /** @description Server error */
                 "5XX": {
                     headers: {
                         [name: string]: unknown;
@@ -182,7 +182,7 @@ export interface paths {
                     };
                     content?: never;
                 };
-                /** @description Default Response */
+                /** @description The request is invalid: one entry per problem, with its location */
                 422: {
                     headers: {
                         [name: string]: unknown;
@@ -191,7 +191,7 @@ export interface paths {
                         "application/json": components["schemas"]["HTTPValidationError"];
                     };
                 };
-                /** @description Default Response */
+                /** @description Refused: not authenticated, not allowed, not found, in conflict… */
                 "4XX": {
                     headers: {
                         [name: string]: unknown;
@@ -200,7 +200,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Default Response */
+                /** @description Server error */
                 "5XX": {
                     headers: {
                         [name: string]: unknown;
@@ -245,7 +245,7 @@ export interface paths {
                         "application/json": components["schemas"]["Contract"];
                     };
                 };
-                /** @description Default Response */
+                /** @description The request is invalid: one entry per problem, with its location */
                 422: {
                     headers: {
                         [name: string]: unknown;
@@ -254,7 +254,7 @@ export interface paths {
                         "application/json": components["schemas"]["HTTPValidationError"];
                     };
                 };
-                /** @description Default Response */
+                /** @description Refused: not authenticated, not allowed, not found, in conflict… */
                 "4XX": {
                     headers: {
                         [name: string]: unknown;
@@ -263,7 +263,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Default Response */
+                /** @description Server error */
                 "5XX": {
                     headers: {
                         [name: string]: unknown;
@@ -311,7 +311,7 @@ export interface paths {
                         "application/json": components["schemas"]["Contract"];
                     };
                 };
-                /** @description Default Response */
+                /** @description The request is invalid: one entry per problem, with its location */
                 422: {
                     headers: {
                         [name: string]: unknown;
@@ -320,7 +320,7 @@ export interface paths {
                         "application/json": components["schemas"]["HTTPValidationError"];
                     };
                 };
-                /** @description Default Response */
+                /** @description Refused: not authenticated, not allowed, not found, in conflict… */
                 "4XX": {
                     headers: {
                         [name: string]: unknown;
@@ -329,7 +329,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Default Response */
+                /** @description Server error */
                 "5XX": {
                     headers: {
                         [name: string]: unknown;
@@ -384,7 +384,7 @@ export interface paths {
                         "application/json": components["schemas"]["WriteResult"];
                     };
                 };
-                /** @description Default Response */
+                /** @description The request is invalid: one entry per problem, with its location */
                 422: {
                     headers: {
                         [name: string]: unknown;
@@ -393,7 +393,7 @@ export interface paths {
                         "application/json": components["schemas"]["HTTPValidationError"];
                     };
                 };
-                /** @description Default Response */
+                /** @description Refused: not authenticated, not allowed, not found, in conflict… */
                 "4XX": {
                     headers: {
                         [name: string]: unknown;
@@ -402,7 +402,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Default Response */
+                /** @description Server error */
                 "5XX": {
                     headers: {
                         [name: string]: unknown;
@@ -457,7 +457,7 @@ export interface paths {
                         "application/json": components["schemas"]["CommitResult"];
                     };
                 };
-                /** @description Default Response */
+                /** @description The request is invalid: one entry per problem, with its location */
                 422: {
                     headers: {
                         [name: string]: unknown;
@@ -466,7 +466,7 @@ export interface paths {
                         "application/json": components["schemas"]["HTTPValidationError"];
                     };
                 };
-                /** @description Default Response */
+                /** @description Refused: not authenticated, not allowed, not found, in conflict… */
                 "4XX": {
                     headers: {
                         [name: string]: unknown;
@@ -475,7 +475,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Default Response */
+                /** @description Server error */
                 "5XX": {
                     headers: {
                         [name: string]: unknown;

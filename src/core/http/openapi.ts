@@ -83,7 +83,7 @@ function transform(input: TransformInput) {
   const errorSchemas = Object.fromEntries(Object.entries(errors).map(([status, error]) => [status, error.schema]));
   const result = jsonSchemaTransform({ ...input, schema: { ...rest, response: { ...errorSchemas, ...json } } });
   const transformed = result.schema as Record<string, unknown> & { response: Record<string, Record<string, unknown>> };
-  for (const [status, error] of Object.entries(errors)) transformed.response[status]['x-response-description'] = error.description;
+  for (const [status, error] of Object.entries(errors)) transformed.response[status].description = error.description;
   for (const [status, entry] of entries) {
     if (isMediaEntry(entry)) transformed.response[status] = { description: entry.description, content: mediaContent(input, 'response', entry.media) };
   }
