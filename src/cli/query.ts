@@ -38,20 +38,20 @@ export async function queryCommand(args: string[], io: { stdout: NodeJS.Writable
     let first = true;
     let offset = 0;
     const rows: unknown[][] = [];
-    let columns: { name: string; type: string }[] = [];
+    let columns: string[] = [];
     for (;;) {
       const page = await client.jobResults(job.execution_id, { offset, num_rows: 5000, verbose: true });
-      columns = page.columns;
+      columns = page.columns.map((c) => (typeof c === 'string' ? c : c.name));
       if (format === 'table') rows.push(...page.data);
       else {
-        for (const row of page.data) io.stdout.write(format === 'json' ? `${JSON.stringify(Object.fromEntries(columns.map((c, i) => [c.name, row[i]])))}\n` : `${first ? `${csvLine(columns.map((c) => c.name))}\n` : ''}${csvLine(row)}\n`);
-        if (first && page.data.length === 0 && format === 'csv') io.stdout.write(`${csvLine(columns.map((c) => c.name))}\n`);
+        for (const row of page.data) io.stdout.write(format === 'json' ? `${JSON.stringify(Object.fromEntries(columns.map((c, i) => [c, row[i]])))}\n` : `${first ? `${csvLine(columns)}\n` : ''}${csvLine(row)}\n`);
+        if (first && page.data.length === 0 && format === 'csv') io.stdout.write(`${csvLine(columns)}\n`);
         first = false;
       }
       offset += page.data.length;
       if (!page.next_page || page.data.length === 0) break;
     }
-    if (format === 'table') io.stdout.write(table(columns.map((c) => c.name), rows));
+    if (format === 'table') io.stdout.write(table(columns, rows));
     return 0;
   } catch (error) {
     const message = error instanceof LakeportApiError ? `${error.status} ${error.code ?? ''} ${typeof error.detail === 'string' ? error.detail : JSON.stringify(error.detail)}` : (error as Error).message;

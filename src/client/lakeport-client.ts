@@ -15,92 +15,37 @@ import {
   readSample,
   type FileFormat,
 } from './samples.ts';
+import type * as JobsApi from './generated/jobs.ts';
+import type * as UploadApi from './generated/upload.ts';
 
 // ---------------------------------------------------------------------------------------------------
-// Wire types
+// Wire types: generated from the services' OpenAPI documents (npm run openapi:types)
 // ---------------------------------------------------------------------------------------------------
 
-export type SchemaMode = 'auto' | 'declared' | 'infer' | 'dataset';
-export type ContractState = 'proposed' | 'accepted' | 'stale' | 'committed';
-export type PlanAction = 'keep' | 'retag' | 'widen' | 'cast' | 'ignored' | 'undeclared' | 'unsupported';
+type UploadSchemas = UploadApi.components['schemas'];
+type JobSchemas = JobsApi.components['schemas'];
 
-export interface DeclaredColumn {
-  name: string;
-  type: string;
-  nullable?: boolean;
-}
+/** The negotiation's contract request (the multipart body's JSON `contract` part). */
+export type ContractRequest = UploadApi.paths['/upload/v2/contracts']['post']['requestBody']['content']['multipart/form-data']['contract'];
+export type SchemaMode = NonNullable<NonNullable<ContractRequest['schema']>['mode']>;
+export type DeclaredColumn = NonNullable<NonNullable<ContractRequest['schema']>['columns']>[number];
+export type FormatOptions = NonNullable<ContractRequest['format']>;
+export type PatchContractBody = UploadApi.paths['/upload/v2/contracts/{contract_id}']['patch']['requestBody']['content']['application/json'];
 
-export interface FormatOptions {
-  type?: FileFormat;
-  delimiter?: string;
-  header?: boolean;
-  quote?: string;
-  escape?: string;
-  null_string?: string;
-}
+export type Contract = UploadSchemas['Contract'];
+export type ContractState = Contract['state'];
+export type PlanEntry = UploadSchemas['PlanEntry'];
+export type PlanAction = PlanEntry['action'];
+export type ContractIssue = UploadSchemas['ContractIssue'];
+export type WrittenFile = Contract['written'][number];
+export type Totals = Contract['totals'];
+export type WriteResult = UploadSchemas['WriteResult'];
+export type CommitResult = UploadSchemas['CommitResult'];
 
-export interface PlanEntry {
-  column: string;
-  action: PlanAction;
-  source_type: string | null;
-  target_type: string | null;
-  nullable: boolean;
-}
-
-export interface ContractIssue {
-  severity: 'blocking' | 'warning';
-  code: string;
-  column: string | null;
-  file: string | null;
-  message: string;
-}
-
-export interface WrittenFile {
-  file: string;
-  format: string;
-  rows: number;
-  bytes: number;
-  source_bytes: number;
-}
-
-export interface Totals {
-  files: number;
-  rows: number;
-  bytes: number;
-}
-
-export interface Contract {
-  contract_id: string;
-  state: ContractState;
-  mode: Exclude<SchemaMode, 'auto'>;
-  requested_mode: SchemaMode;
-  destination: string;
-  plan: PlanEntry[];
-  issues: ContractIssue[];
-  values: Record<string, unknown>;
-  schema_fingerprint: string;
-  expires_at: string;
-  written: WrittenFile[];
-  totals: Totals;
-}
-
-export interface WriteResult {
-  contract_id: string;
-  written: WrittenFile[];
-  totals: Totals;
-}
-
-export interface CommitResult {
-  contract_id: string;
-  state: 'committed';
-  snapshot: { snapshot_id: string | number; [key: string]: unknown };
-  rows_written: number;
-  dataset: string;
-}
-
-export interface PatchContractBody {
-  columns: Record<string, { type?: string; ignore?: boolean }>;
-}
+export type JobRequest = JobsApi.paths['/jobs/api/v1/jobs']['post']['requestBody']['content']['application/json'];
+export type JobSubmitted = JobSchemas['JobSubmitted'];
+export type JobStatus = JobSchemas['Job'];
+export type JobResults = JobSchemas['ResultsPage'];
 
 /** A file to negotiate: a path (sampled here) or a name with a ready sample. */
 export type NegotiateFile = string | { name: string; sample: Uint8Array };
@@ -148,11 +93,7 @@ export interface LakeportClientOptions {
 // Errors
 // ---------------------------------------------------------------------------------------------------
 
-export interface ValidationIssue {
-  loc: (string | number)[];
-  msg: string;
-  type: string;
-}
+export type ValidationIssue = UploadSchemas['HTTPValidationError']['detail'][number];
 
 /** An error answer from the server: `{detail, code, …}` (422: `{detail: ValidationIssue[]}`). */
 export class LakeportApiError extends Error {
@@ -241,29 +182,6 @@ interface TokenState {
 const EXPIRY_SKEW_MS = 30_000;
 
 type BodyFactory = () => { body?: BodyInit; headers?: Record<string, string> } | Promise<{ body?: BodyInit; headers?: Record<string, string> }>;
-
-export interface JobSubmitted {
-  execution_id: string;
-  status: string;
-  status_url: string;
-}
-
-export interface JobStatus {
-  execution_id: string;
-  status: 'queued' | 'running' | 'succeeded' | 'failed' | 'cancelled';
-  row_count: number | null;
-  error: { code: string; message: string; line?: number; column?: number } | null;
-  results_url?: string;
-}
-
-export interface JobResults {
-  total_rows: number;
-  offset: number;
-  num_rows: number;
-  columns: { name: string; type: string }[];
-  data: unknown[][];
-  next_page: string | null;
-}
 
 export class LakeportClient {
   readonly url: string;
@@ -460,7 +378,7 @@ export class LakeportClient {
   // -------------------------------------------------------------------------------------------------
 
   /** `POST /jobs/api/v1/jobs` */
-  submitJob(input: { sql_text: string; parameters?: Record<string, string | number | boolean | null>; client_info?: Record<string, unknown> }): Promise<JobSubmitted> {
+  submitJob(input: JobRequest): Promise<JobSubmitted> {
     return this.#json<JobSubmitted>('POST', '/jobs/api/v1/jobs', jsonBody(input));
   }
 

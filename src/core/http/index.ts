@@ -10,7 +10,7 @@ export {
 } from './authenticate.ts';
 export { queryBoolean } from './params.ts';
 export { requestIdOptions } from './request-id.ts';
-export { serviceDocs } from './openapi.ts';
+export { serviceDocs, ErrorBody, ValidationErrorBody, BinaryBody, mediaResponse, sendJsonText, type Media } from './openapi.ts';
 export { mountApi, serviceModule, type ServiceApi, type ServiceModule } from './service-module.ts';
 export { AdminToken, ADMIN_TOKEN_HEADER } from './admin-token.ts';
 export { PublicUrl } from './public-url.ts';

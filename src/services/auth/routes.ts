@@ -200,6 +200,7 @@ export const authRoutes =
           summary: 'Revoke a refresh or access token (RFC 7009)',
           consumes: ['application/x-www-form-urlencoded'],
           body: S.TokenActionForm,
+          response: { 200: S.RevokeResponse },
         },
       },
       async (request, reply) => {
@@ -216,6 +217,7 @@ export const authRoutes =
           summary: 'Introspect a token (RFC 7662); a caller sees only its own identity’s tokens',
           consumes: ['application/x-www-form-urlencoded'],
           body: S.TokenActionForm,
+          response: { 200: S.IntrospectionResponse },
         },
       },
       async (request, reply) => {
@@ -225,15 +227,15 @@ export const authRoutes =
       },
     );
 
-    app.get('/jwks', { schema: { summary: 'JSON Web Key Set that verifies access tokens' } }, async (_request, reply) => {
+    app.get('/jwks', { schema: { summary: 'JSON Web Key Set that verifies access tokens', response: { 200: S.JwksResponse } } }, async (_request, reply) => {
       reply.header('cache-control', 'public, max-age=300');
       return keys.jwks();
     });
 
-    app.get('/.well-known/openid-configuration', { schema: { summary: 'OpenID Connect discovery' } }, async () =>
+    app.get('/.well-known/openid-configuration', { schema: { summary: 'OpenID Connect discovery', response: { 200: S.DiscoveryDocument } } }, async () =>
       discoveryDocument(publicUrl),
     );
-    app.get('/.well-known/oauth-authorization-server', { schema: { summary: 'OAuth 2.0 authorization server metadata (RFC 8414)' } }, async () =>
+    app.get('/.well-known/oauth-authorization-server', { schema: { summary: 'OAuth 2.0 authorization server metadata (RFC 8414)', response: { 200: S.DiscoveryDocument } } }, async () =>
       discoveryDocument(publicUrl),
     );
 
@@ -256,7 +258,7 @@ export const authRoutes =
       },
     );
 
-    app.post('/admin/keys/rotate', { schema: { summary: 'Rotate the token signing key (admin token)' } }, async (request) => {
+    app.post('/admin/keys/rotate', { schema: { summary: 'Rotate the token signing key (admin token)', response: { 200: S.KeyRotationResponse } } }, async (request) => {
       adminToken.require(request);
       return keys.rotate();
     });

@@ -92,3 +92,16 @@ export const MeResponse = z.object({
   expires_at: z.string(),
   expires_in: z.number(),
 });
+
+export const RevokeResponse = z.object({ revoked: z.literal(true) });
+
+/** RFC 7662: `active`, and for an active token its claims. */
+export const IntrospectionResponse = z.looseObject({ active: z.boolean() });
+
+/** RFC 7517: the public keys, each a JWK (kty, kid, alg, use and the key's own members). */
+export const JwksResponse = z.object({ keys: z.array(z.looseObject({ kty: z.string().optional(), kid: z.string().optional() })) });
+
+/** OpenID Connect discovery / RFC 8414 metadata. */
+export const DiscoveryDocument = z.looseObject({ issuer: z.string(), token_endpoint: z.string(), jwks_uri: z.string() });
+
+export const KeyRotationResponse = z.object({ kid: z.string().describe('The new signing key'), retired: z.array(z.string()) });

@@ -166,7 +166,7 @@ export class TokenService {
    * What is known of a token (RFC 7662). `owner` limits the answer to tokens of that identity;
    * undefined (the admin token) sees every token.
    */
-  async introspect(token: string, owner: string | undefined, verifier: AccessTokenVerifier): Promise<Record<string, unknown>> {
+  async introspect(token: string, owner: string | undefined, verifier: AccessTokenVerifier): Promise<{ active: boolean; [claim: string]: unknown }> {
     if (token.startsWith(REFRESH_TOKEN_PREFIX)) {
       const row = isWellFormedSecret(token, REFRESH_TOKEN_PREFIX) ? await this.repo.findRefreshToken(sha256Hex(token)) : undefined;
       if (!row || (owner !== undefined && owner !== row.client_id) || !refreshTokenLive(row)) return { active: false };

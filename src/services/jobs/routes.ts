@@ -1,5 +1,6 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import { principalOf, requireAuth, type TokenVerifier } from '../../core/http/index.ts';
+import { z } from 'zod';
+import { BinaryBody, mediaResponse, principalOf, requireAuth, sendJsonText, type TokenVerifier } from '../../core/http/index.ts';
 import type { QueryChecker } from './check.ts';
 import * as S from './schemas.ts';
 import type { JobsService } from './service.ts';
@@ -10,48 +11,56 @@ export interface JobRouteDeps {
   verifier: TokenVerifier;
 }
 
+/** A page of results is sent as text, never walked by the serializer. */
+const RESULTS = mediaResponse('A page of results', { 'application/json': S.ResultsPage });
+const DOWNLOAD = mediaResponse('The results as a file', {
+  'text/csv': z.string(),
+  'application/x-ndjson': z.string().describe('One JSON object per line'),
+  'application/vnd.apache.parquet': BinaryBody,
+});
+
 export const jobRoutes =
   (deps: JobRouteDeps): FastifyPluginAsyncZod =>
   async (app) => {
     const { jobs } = deps;
     app.addHook('onRequest', requireAuth(deps.verifier, 'jobs'));
 
-    app.post('/api/v1/check', { schema: { summary: 'Check one statement without running it (200 with ok false when it is wrong)', body: S.QueryCheckRequest } }, async (request) =>
+    app.post('/api/v1/check', { schema: { summary: 'Check one statement without running it (200 with ok false when it is wrong)', body: S.QueryCheckRequest, response: { 200: S.CheckResult } } }, async (request) =>
       deps.checker.check(principalOf(request), request.body.sql_text, request.body.parameters ?? {}),
     );
 
-    app.post('/api/v1/jobs', { schema: { summary: 'Submit a query; it runs in the background', body: S.JobCreateRequest } }, async (request, reply) =>
+    app.post('/api/v1/jobs', { schema: { summary: 'Submit a query; it runs in the background', body: S.JobCreateRequest, response: { 201: S.JobSubmitted } } }, async (request, reply) =>
       reply.status(201).send(await jobs.submit(principalOf(request), request.body)),
     );
 
-    app.get('/api/v1/jobs/recent', { schema: { summary: "The caller's jobs, newest first; filter by status or text", querystring: S.RecentQuery } }, async (request) =>
+    app.get('/api/v1/jobs/recent', { schema: { summary: "The caller's jobs, newest first; filter by status or text", querystring: S.RecentQuery, response: { 200: S.RecentJobs } } }, async (request) =>
       jobs.recent(principalOf(request), request.query.filter),
     );
 
-    app.get('/api/v1/jobs/:identifier/status', { schema: { summary: 'Status; ?wait=N long-polls up to N seconds', params: S.JobParams, querystring: S.StatusQuery } }, async (request) =>
+    app.get('/api/v1/jobs/:identifier/status', { schema: { summary: 'Status; ?wait=N long-polls up to N seconds', params: S.JobParams, querystring: S.StatusQuery, response: { 200: S.Job } } }, async (request) =>
       jobs.status(principalOf(request), request.params.identifier, request.query.wait),
     );
 
-    app.post('/api/v1/jobs/:identifier/cancel', { schema: { summary: 'Cancel a queued or running job', params: S.JobParams } }, async (request) =>
+    app.post('/api/v1/jobs/:identifier/cancel', { schema: { summary: 'Cancel a queued or running job', params: S.JobParams, response: { 200: S.Job } } }, async (request) =>
       jobs.cancel(principalOf(request), request.params.identifier),
     );
 
-    app.get('/api/v1/jobs/:identifier/results', { schema: { summary: 'A page of results', params: S.JobParams, querystring: S.ResultsQuery } }, async (request) =>
-      jobs.results(principalOf(request), request.params.identifier, request.query),
+    app.get('/api/v1/jobs/:identifier/results', { schema: { summary: 'A page of results', params: S.JobParams, querystring: S.ResultsQuery, response: { 200: RESULTS } } }, async (request, reply) =>
+      sendJsonText(reply, S.ResultsPage, await jobs.results(principalOf(request), request.params.identifier, request.query)),
     );
 
-    app.get('/api/v1/jobs/:identifier/download', { schema: { summary: 'Results as a csv, json (newline-delimited) or parquet file', params: S.JobParams, querystring: S.DownloadQuery } }, async (request, reply) => {
+    app.get('/api/v1/jobs/:identifier/download', { schema: { summary: 'Results as a csv, json (newline-delimited) or parquet file', params: S.JobParams, querystring: S.DownloadQuery, response: { 200: DOWNLOAD } } }, async (request, reply) => {
       const file = await jobs.download(principalOf(request), request.params.identifier, request.query);
       return reply.type(file.contentType).header('content-disposition', `attachment; filename="${file.fileName}"`).send(file.stream);
     });
 
-    app.get('/api/v1/variables', { schema: { summary: "The caller's saved variables" } }, async (request) => jobs.variables(principalOf(request)));
+    app.get('/api/v1/variables', { schema: { summary: "The caller's saved variables", response: { 200: S.Variables } } }, async (request) => jobs.variables(principalOf(request)));
 
-    app.put('/api/v1/variables/:name', { schema: { summary: 'Save a variable (answers with the whole list)', params: S.VariableParams, body: S.VariableUpsertRequest } }, async (request) =>
+    app.put('/api/v1/variables/:name', { schema: { summary: 'Save a variable (answers with the whole list)', params: S.VariableParams, body: S.VariableUpsertRequest, response: { 200: S.Variables } } }, async (request) =>
       jobs.putVariable(principalOf(request), request.params.name, request.body),
     );
 
-    app.delete('/api/v1/variables/:name', { schema: { summary: 'Delete a variable', params: S.VariableParams } }, async (request, reply) => {
+    app.delete('/api/v1/variables/:name', { schema: { summary: 'Delete a variable', params: S.VariableParams, response: { 204: z.undefined() } } }, async (request, reply) => {
       await jobs.deleteVariable(principalOf(request), request.params.name);
       return reply.status(204).send();
     });

@@ -53,3 +53,61 @@ export const VariableUpsertRequest = z.object({
   type: z.enum(['string', 'number', 'boolean']),
   value: z.union([z.string().superRefine(within(valueViolation)), z.number(), z.boolean()]),
 });
+
+// ── answers ──
+
+const JobStatusName = z.enum(['queued', 'running', 'succeeded', 'failed', 'cancelled']);
+const Column = z.object({ name: z.string(), type: z.string() });
+
+export const JobSubmitted = z.object({ execution_id: z.string(), status: JobStatusName, status_url: z.string() }).meta({ id: 'JobSubmitted' });
+
+/** Where an error is in sql_text: 1-based line and column (null or absent when it has no place). */
+const ErrorPlace = { line: z.number().int().nullish(), column: z.number().int().nullish() };
+
+export const JobError = z.looseObject({ code: z.string(), message: z.string(), position: z.number().int().nullish().describe('0-based offset into sql_text'), ...ErrorPlace }).meta({ id: 'JobError' });
+
+export const Job = z
+  .object({
+    execution_id: z.string(),
+    status: JobStatusName,
+    in_progress: z.boolean(),
+    sql_text: z.string(),
+    client_info: z.record(z.string(), z.unknown()).nullable(),
+    created_at: z.string(),
+    started_at: z.string().nullable(),
+    finished_at: z.string().nullable(),
+    timings: z.object({ queued_ms: z.number().nullable(), running_ms: z.number().nullable(), total_ms: z.number().nullable() }),
+    row_count: z.number().nullable(),
+    error: JobError.nullable(),
+    status_url: z.string(),
+    results_url: z.string().optional().describe('Once the job succeeded'),
+    download_url: z.string().optional().describe('Once the job succeeded'),
+  })
+  .meta({ id: 'Job' });
+
+export const RecentJobs = z.array(Job);
+
+export const ResultsPage = z
+  .object({
+    execution_id: z.string(),
+    total_rows: z.number().int(),
+    offset: z.number().int(),
+    num_rows: z.number().int(),
+    columns: z.union([z.array(z.string()), z.array(Column)]).describe('Column names; with verbose=true, names and types'),
+    data: z.array(z.array(z.unknown())).describe('Rows, each an array of values in column order'),
+    next_page: z.string().nullable(),
+  })
+  .meta({ id: 'ResultsPage' });
+
+export const CheckResult = z
+  .object({
+    ok: z.boolean(),
+    columns: z.array(Column).nullish().describe('The result columns (null for a statement that reads private storage)'),
+    error: z.looseObject({ code: z.string(), message: z.string(), ...ErrorPlace, start: z.number().int().nullish().describe('0-based offset'), end: z.number().int().nullish() }).optional(),
+    relations: z.array(z.object({ name: z.string(), kind: z.string(), columns: z.array(Column) })),
+  })
+  .meta({ id: 'CheckResult' });
+
+export const Variables = z
+  .object({ variables: z.array(z.object({ name: z.string(), type: z.enum(['string', 'number', 'boolean']), value: z.union([z.string(), z.number(), z.boolean()]), updated_at: z.string() })) })
+  .meta({ id: 'Variables' });

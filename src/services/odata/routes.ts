@@ -6,6 +6,7 @@ import { requireODataAuth, type ClientAuthenticator } from './auth.ts';
 import { buildMetadataDocument, buildServiceDocument, entitySetName, llmsTxt } from './metadata/index.ts';
 import { checkFormat, parseRowsOptions } from './options.ts';
 import type { RowPages } from './pages.ts';
+import * as S from './schemas.ts';
 import { parseAddress, type DatasetAddress, type ODataService } from './service.ts';
 
 export interface ODataRouteDeps {
@@ -41,7 +42,7 @@ export const odataRoutes =
     const { odata } = deps;
     const root = () => `${deps.baseUrl()}/api/v4`;
 
-    app.get('/.well-known/llms.txt', { schema: { summary: 'Directives for automated agents (no authentication)' } }, async (_request, reply) =>
+    app.get('/.well-known/llms.txt', { schema: { summary: 'Directives for automated agents (no authentication)', response: { 200: S.LlmsTxt } } }, async (_request, reply) =>
       reply.type('text/plain; charset=utf-8').send(llmsTxt(deps.baseUrl())),
     );
 
@@ -58,10 +59,10 @@ export const odataRoutes =
         const readable = await odata.readableDatasets(principalOf(request));
         return reply.type(JSON_TYPE).send(buildServiceDocument(`${root()}/$metadata`, readable.map((r) => refOf(r.dataset))));
       };
-      api.get('/api/v4', { schema: { summary: 'Service document: the entity sets the caller may read' } }, serviceDocument);
-      api.get('/api/v4/', { schema: { hide: true } }, serviceDocument);
+      api.get('/api/v4', { schema: { summary: 'Service document: the entity sets the caller may read', response: { 200: S.ServiceDocument } } }, serviceDocument);
+      api.get('/api/v4/', { schema: { hide: true, response: { 200: S.ServiceDocument } } }, serviceDocument);
 
-      api.get('/api/v4/$metadata', { schema: { summary: 'EDMX for every dataset the caller may read' } }, async (request, reply) => {
+      api.get('/api/v4/$metadata', { schema: { summary: 'EDMX for every dataset the caller may read', response: { 200: S.Metadata } } }, async (request, reply) => {
         checkFormat(query(request), 'xml');
         const versions = await odata.currentVersions(principalOf(request));
         return reply.type(XML_TYPE).send(buildMetadataDocument(versions));
@@ -96,17 +97,17 @@ export const odataRoutes =
       const byPath = (request: FastifyRequest<{ Params: DatasetParams }>) => parseAddress(request.params.workspace, request.params.collection, request.params.dataset);
       const bySetName = (request: FastifyRequest<{ Params: { entitySet: string } }>) => odata.addressOfEntitySet(principalOf(request), request.params.entitySet);
 
-      api.get<{ Params: DatasetParams }>('/api/v4/:workspace/:collection/:dataset/$metadata', { schema: { summary: 'EDMX for one dataset (at a version: ds@tag)' } }, async (request, reply) =>
+      api.get<{ Params: DatasetParams }>('/api/v4/:workspace/:collection/:dataset/$metadata', { schema: { summary: 'EDMX for one dataset (at a version: ds@tag)', response: { 200: S.Metadata } } }, async (request, reply) =>
         datasetMetadata(request, reply, byPath(request)),
       );
-      api.get<{ Params: DatasetParams }>('/api/v4/:workspace/:collection/:dataset', { schema: { summary: 'Rows: $filter, $select, $orderby, $top, $skip, $count, $apply; pages through @odata.nextLink' } }, async (request, reply) =>
+      api.get<{ Params: DatasetParams }>('/api/v4/:workspace/:collection/:dataset', { schema: { summary: 'Rows: $filter, $select, $orderby, $top, $skip, $count, $apply; pages through @odata.nextLink', response: { 200: S.RowsPage } } }, async (request, reply) =>
         datasetRows(request, reply, byPath(request)),
       );
       // The same, addressed by entity set name (ws__coll__ds[@label]), as clients that build URLs from $metadata do.
-      api.get<{ Params: { entitySet: string } }>('/api/v4/:entitySet/$metadata', { schema: { summary: 'EDMX for one dataset, by entity set name' } }, async (request, reply) =>
+      api.get<{ Params: { entitySet: string } }>('/api/v4/:entitySet/$metadata', { schema: { summary: 'EDMX for one dataset, by entity set name', response: { 200: S.Metadata } } }, async (request, reply) =>
         datasetMetadata(request, reply, await bySetName(request)),
       );
-      api.get<{ Params: { entitySet: string } }>('/api/v4/:entitySet', { schema: { summary: 'Rows of one dataset, by entity set name' } }, async (request, reply) =>
+      api.get<{ Params: { entitySet: string } }>('/api/v4/:entitySet', { schema: { summary: 'Rows of one dataset, by entity set name', response: { 200: S.RowsPage } } }, async (request, reply) =>
         datasetRows(request, reply, await bySetName(request)),
       );
 

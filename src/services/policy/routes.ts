@@ -58,7 +58,7 @@ export const policyRoutes =
 
       authed.get(
         '/v1/access/workspace/:workspace/effective-permissions.csv',
-        { schema: { summary: 'Effective permissions per dataset as CSV (owner)', params: S.WorkspaceParams, produces: ['text/csv'] } },
+        { schema: { summary: 'Effective permissions per dataset as CSV (owner)', params: S.WorkspaceParams, response: { 200: S.EffectivePermissionsCsv } } },
         async (request, reply) => {
           const csv = await policies.effectivePermissionsCsv(principalOf(request), request.params.workspace);
           return reply

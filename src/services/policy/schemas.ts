@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { ROLES } from '../../core/authz/index.ts';
-import { Identity, queryBoolean, WorkspaceName } from '../../core/http/index.ts';
+import { Identity, mediaResponse, queryBoolean, WorkspaceName } from '../../core/http/index.ts';
+
 
 export const Role = z.enum(ROLES);
 
@@ -54,3 +55,5 @@ export const PolicyPlanResponse = z.object({
   before: PolicyDetail.nullable(),
   after: PlannedPolicy.nullable(),
 });
+
+export const EffectivePermissionsCsv = mediaResponse('Effective permissions per dataset', { 'text/csv': z.string() });

@@ -8,6 +8,7 @@ import multipart from '@fastify/multipart';
 import type { FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod, ZodTypeProvider } from 'fastify-type-provider-zod';
 import { AppError, RequestValidationError } from '../../core/errors/index.ts';
+import { z } from 'zod';
 import { jsonTooDeep, principalOf, refuseNul, requireAuth, jsonTooDeepError, type TokenVerifier } from '../../core/http/index.ts';
 import * as S from './schemas.ts';
 import type { Sample, UploadService } from './service.ts';
@@ -61,7 +62,7 @@ export const uploadRoutes =
     await app.register(multipart, { limits: { fileSize: uploads.sampleMaxBytes, files: 1000, fields: 20, fieldSize: 1024 * 1024 } });
     app.addHook('onRequest', requireAuth(deps.verifier, 'upload'));
 
-    app.post('/v2/contracts', { schema: { summary: 'Negotiate a contract from samples (multipart: contract + one sample per file)', consumes: ['multipart/form-data'] } }, async (request, reply) => {
+    app.post('/v2/contracts', { schema: { summary: 'Negotiate a contract from samples (multipart: contract + one sample per file)', bodyMedia: { 'multipart/form-data': S.NegotiationForm }, response: { 201: S.Contract } } }, async (request, reply) => {
       const scratch = path.join(deps.scratchDir, `negotiation-${crypto.randomUUID()}`);
       await fsp.mkdir(scratch, { recursive: true });
       try {
@@ -72,20 +73,20 @@ export const uploadRoutes =
       }
     });
 
-    app.get('/v2/contracts/:contract_id', { schema: { summary: 'The contract: plan, issues, every write and running totals', params: S.ContractParams } }, async (request) =>
+    app.get('/v2/contracts/:contract_id', { schema: { summary: 'The contract: plan, issues, every write and running totals', params: S.ContractParams, response: { 200: S.Contract } } }, async (request) =>
       uploads.get(principalOf(request), request.params.contract_id),
     );
 
-    app.patch('/v2/contracts/:contract_id', { schema: { summary: 'Retype or decline columns; re-plans the whole contract', params: S.ContractParams, body: S.PatchRequest } }, async (request) =>
+    app.patch('/v2/contracts/:contract_id', { schema: { summary: 'Retype or decline columns; re-plans the whole contract', params: S.ContractParams, body: S.PatchRequest, response: { 200: S.Contract } } }, async (request) =>
       uploads.replan(principalOf(request), request.params.contract_id, request.body.columns),
     );
 
-    app.delete('/v2/contracts/:contract_id', { schema: { summary: 'Abandon the contract; its staged files are deleted', params: S.ContractParams } }, async (request, reply) => {
+    app.delete('/v2/contracts/:contract_id', { schema: { summary: 'Abandon the contract; its staged files are deleted', params: S.ContractParams, response: { 204: z.undefined() } } }, async (request, reply) => {
       await uploads.abandon(principalOf(request), request.params.contract_id);
       return reply.status(204).send();
     });
 
-    app.put('/v2/contracts/:contract_id/accept', { schema: { summary: 'Accept a proposed contract by echoing its schema_fingerprint', params: S.ContractParams, body: S.AcceptRequest } }, async (request) =>
+    app.put('/v2/contracts/:contract_id/accept', { schema: { summary: 'Accept a proposed contract by echoing its schema_fingerprint', params: S.ContractParams, body: S.AcceptRequest, response: { 200: S.Contract } } }, async (request) =>
       uploads.accept(principalOf(request), request.params.contract_id, request.body.schema_fingerprint),
     );
 
@@ -97,7 +98,7 @@ export const uploadRoutes =
       files.addContentTypeParser('*', (_request, payload, done) => done(null, payload));
       files.post(
         '/v2/contracts/:contract_id/data',
-        { schema: { summary: 'Stream one file; it is converted to Parquet with the contract types', params: S.ContractParams, headers: S.DataHeaders } },
+        { schema: { summary: 'Stream one file; it is converted to Parquet with the contract types', params: S.ContractParams, headers: S.DataHeaders, bodyMedia: S.FileBody, response: { 200: S.WriteResult } } },
         async (request) => {
           const body = (request.body as Readable | undefined) ?? request.raw;
           return uploads.write(principalOf(request), request.params.contract_id, request.headers['x-file-name'], body);
@@ -107,7 +108,7 @@ export const uploadRoutes =
 
     app.post(
       '/v2/contracts/:contract_id/commit',
-      { schema: { summary: 'Publish every write as one snapshot (Idempotency-Key makes retries safe)', params: S.ContractParams, headers: S.CommitHeaders, body: S.CommitRequest } },
+      { schema: { summary: 'Publish every write as one snapshot (Idempotency-Key makes retries safe)', params: S.ContractParams, headers: S.CommitHeaders, body: S.CommitRequest, response: { 200: S.CommitResult } } },
       async (request) => uploads.commit(principalOf(request), request.params.contract_id, request.headers['idempotency-key'], request.body?.message),
     );
   };

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { BinaryBody } from '../../core/http/index.ts';
 
 const Column = z.object({
   name: z.string().min(1).max(255),
@@ -45,3 +46,77 @@ export const DataHeaders = z.object({
 });
 
 export const CommitHeaders = z.object({ 'idempotency-key': z.string().min(1).max(255).optional() });
+
+// ── answers ──
+
+const ColumnType = z.object({ name: z.string(), type: z.string() });
+const Totals = z.object({ files: z.number(), rows: z.number(), bytes: z.number(), source_bytes: z.number() });
+const WrittenFile = z.object({ file: z.string(), format: z.string(), rows: z.number(), bytes: z.number(), source_bytes: z.number(), parts: z.number() });
+
+export const PlanEntry = z
+  .object({
+    column: z.string(),
+    action: z.enum(['keep', 'retag', 'widen', 'cast', 'ignored', 'undeclared', 'unsupported']),
+    source_type: z.string().nullable(),
+    target_type: z.string().nullable(),
+    nullable: z.boolean(),
+    sources: z.record(z.string(), z.string().nullable()).optional().describe('The type each file has the column as, when files differ'),
+  })
+  .meta({ id: 'PlanEntry' });
+
+export const ContractIssue = z
+  .object({ severity: z.enum(['blocking', 'warning']), code: z.string(), column: z.string().nullable(), file: z.string().nullable(), message: z.string() })
+  .meta({ id: 'ContractIssue' });
+
+export const Contract = z
+  .object({
+    contract_id: z.string(),
+    state: z.enum(['proposed', 'accepted', 'stale', 'committed']),
+    mode: z.enum(['declared', 'infer', 'dataset']),
+    requested_mode: z.string().describe('The mode asked for: auto, declared, infer or dataset'),
+    destination: z.string(),
+    dataset_exists: z.boolean(),
+    plan: z.array(PlanEntry),
+    issues: z.array(ContractIssue),
+    values: z.record(z.string(), z.unknown()).describe('A sampled value of each column'),
+    schema_fingerprint: z.string(),
+    expires_at: z.string(),
+    created_at: z.string(),
+    created_by: z.string(),
+    files: z.array(z.object({ name: z.string(), format: z.string() })),
+    written: z.array(WrittenFile.extend({ written_at: z.string() })),
+    totals: Totals,
+    snapshot: z.object({ snapshot_id: z.number() }).nullable(),
+    rows_written: z.number().nullable(),
+  })
+  .meta({ id: 'Contract' });
+
+export const WriteResult = z
+  .object({ contract_id: z.string(), written: z.array(WrittenFile.extend({ columns: z.array(ColumnType) })), totals: Totals })
+  .meta({ id: 'WriteResult' });
+
+export const CommitResult = z
+  .object({
+    contract_id: z.string(),
+    state: z.literal('committed'),
+    dataset: z.string(),
+    snapshot: z.object({
+      snapshot_id: z.number(),
+      parent_snapshot_id: z.number().nullable(),
+      committed_at: z.string(),
+      operation: z.string(),
+      total_records: z.number(),
+    }),
+    rows_written: z.number(),
+  })
+  .meta({ id: 'CommitResult' });
+export type CommitResult = z.infer<typeof CommitResult>;
+
+/** The negotiation's multipart body, read by the route itself. */
+export const NegotiationForm = z.object({
+  contract: ContractRequest.describe('A JSON part'),
+  sample: z.array(BinaryBody).describe('One part per file: a prefix (CSV/JSONL) or the footer (Parquet), named by its file name'),
+});
+
+/** A write's body: the file's bytes, whatever its content-type. */
+export const FileBody = { '*/*': BinaryBody.describe('The whole file (CSV, JSONL or Parquet), streamed') };

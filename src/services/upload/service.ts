@@ -11,7 +11,7 @@ import type { Logger } from '../../core/logger.ts';
 import type { BlobStore } from '../../core/storage/index.ts';
 import { planContract, type Issue, type Overrides, type PlanEntry, type SampledFile, type TargetColumnDef } from './plan.ts';
 import type { ContractRow, UploadRepo, WriteRow } from './repo.ts';
-import type { ContractRequest } from './schemas.ts';
+import type { CommitResult, ContractRequest } from './schemas.ts';
 
 export interface UploadLimits {
   contractLifetimeMs: number;
@@ -85,10 +85,10 @@ function contractError(status: number, code: string, detail: string, extra: Reco
 }
 
 /** The answer of a contract's commit (the first, and every repeat of it). */
-function commitResponse(row: ContractRow, snapshot: Snapshot, rowsWritten: number): Record<string, unknown> {
+function commitResponse(row: ContractRow, snapshot: Snapshot, rowsWritten: number): CommitResult {
   return {
     contract_id: row.contract_id,
-    state: 'committed',
+    state: 'committed' as const,
     dataset: `${row.workspace}.${row.collection}.${row.dataset}`,
     snapshot: {
       snapshot_id: snapshot.snapshot_id,
@@ -475,7 +475,7 @@ export class UploadService {
     if (files.length === 0) throw contractError(409, 'NOTHING_TO_COMMIT', `Contract ${contractId} has no writes yet`);
     const target = row.target as TargetColumnDef[];
     const rowsWritten = files.reduce((n, f) => n + Number(f.rows), 0);
-    let response: Record<string, unknown> = {};
+    let response: CommitResult | undefined;
     try {
       await this.deps.catalog.commitWith(
         {
@@ -512,11 +512,11 @@ export class UploadService {
       }
       throw error;
     }
-    return response;
+    return response!;
   }
 
   /** What the commit of a committed contract answered, rebuilt from its snapshot. */
-  private async committedResponse(row: ContractRow): Promise<Record<string, unknown>> {
+  private async committedResponse(row: ContractRow): Promise<CommitResult> {
     return commitResponse(row, await this.deps.catalog.getSnapshot(row.snapshot_id!), Number(row.rows_written));
   }
 
@@ -531,12 +531,12 @@ export class UploadService {
    * Idempotency (IETF draft): the key's first use runs the commit; a finished key answers its
    * original response; a key still running, or used for another contract, is a 409.
    */
-  private async claimKey(owner: string, key: string, contractId: string): Promise<Record<string, unknown> | undefined> {
+  private async claimKey(owner: string, key: string, contractId: string): Promise<CommitResult | undefined> {
     const { repo } = this.deps;
     if (await repo.insertCommitKey(owner, key, contractId)) return undefined;
     const existing = await repo.getCommitKey(owner, key);
     if (existing.contract_id !== contractId) throw contractError(409, 'IDEMPOTENCY_KEY_REUSED', `Idempotency-Key '${key}' was used for contract ${existing.contract_id}; use a new key`);
-    if (existing.state === 'done') return existing.response ?? undefined;
+    if (existing.state === 'done') return (existing.response as CommitResult | null) ?? undefined;
     // A run that died long ago left its key behind; its transaction never committed, so run again.
     if (Date.now() - existing.started_at.getTime() > 5 * 60_000) {
       await repo.restartCommitKey(owner, key);
