@@ -104,7 +104,7 @@ export function registerErrorHandling(app: FastifyInstance) {
   });
 }
 
-const CLIENT_ERROR_CODES: Record<number, string> = {
+const CLIENT_ERROR_CODES: Record<number, ErrorCode> = {
   400: 'BAD_REQUEST',
   401: 'UNAUTHORIZED',
   403: 'FORBIDDEN',

@@ -11,7 +11,8 @@ import {
   type Role,
 } from '../../core/authz/index.ts';
 import type { Db, PoliciesTable } from '../../core/db/index.ts';
-import { AppError, RequestValidationError } from '../../core/errors/index.ts';
+import { RequestValidationError } from '../../core/errors/index.ts';
+import { policyError } from './errors.ts';
 import { policyExists, PolicyStore } from './store.ts';
 
 type PolicyRow = Selectable<PoliciesTable>;
@@ -64,7 +65,7 @@ export class PolicyService {
 
   private async requireWorkspace(workspace: string) {
     const record = await this.directory.workspace(workspace);
-    if (!record) throw AppError.notFound(`Workspace '${workspace}' does not exist`, 'WORKSPACE_NOT_FOUND');
+    if (!record) throw policyError('WORKSPACE_NOT_FOUND', `Workspace '${workspace}' does not exist`);
     return record;
   }
 
@@ -76,7 +77,7 @@ export class PolicyService {
 
   private async requireAnyGrant(caller: Principal, workspace: string) {
     if (!(await this.hasAnyGrant(caller.identity, workspace))) {
-      throw AppError.forbidden(`'${caller.identity}' has no access to workspace '${workspace}'`, 'PERMISSION_DENIED');
+      throw policyError('PERMISSION_DENIED', `'${caller.identity}' has no access to workspace '${workspace}'`);
     }
   }
 
@@ -93,7 +94,7 @@ export class PolicyService {
       .where('workspace', '=', workspace)
       .where('policy_id', '=', policyId)
       .executeTakeFirst();
-    if (!row) throw AppError.notFound(`No policy ${policyId} in workspace '${workspace}'`, 'POLICY_NOT_FOUND');
+    if (!row) throw policyError('POLICY_NOT_FOUND', `No policy ${policyId} in workspace '${workspace}'`);
     return row;
   }
 
@@ -155,12 +156,12 @@ export class PolicyService {
   async genesis(caller: GenesisCaller, workspace: string, grants: { identity: string; role: Role }[]) {
     const record = await this.directory.workspace(workspace);
     if (caller.kind === 'identity' && !(record && (await this.directory.isActiveBillingAdmin(caller.identity, record.billingAccount)))) {
-      throw AppError.forbidden(
-        `Genesis is a trusted bootstrap: only the admin token or a billing_admin of the workspace's billing account may call it`,
+      throw policyError(
         'GENESIS_NOT_ALLOWED',
+        `Genesis is a trusted bootstrap: only the admin token or a billing_admin of the workspace's billing account may call it`,
       );
     }
-    if (!record) throw AppError.notFound(`Workspace '${workspace}' does not exist`, 'WORKSPACE_NOT_FOUND');
+    if (!record) throw policyError('WORKSPACE_NOT_FOUND', `Workspace '${workspace}' does not exist`);
     if (!grants.some((g) => g.role === 'owner')) {
       throw RequestValidationError.at(['body', 'grants'], 'at least one grant must have the owner role');
     }

@@ -2,7 +2,8 @@ import { sql, type Kysely, type Selectable } from 'kysely';
 import { formatPattern, grantsQuery, parsePattern, roleAtLeast, type Authorizer, type Pattern, type Principal, type Role } from '../../core/authz/index.ts';
 import { newId } from '../../core/crypto/index.ts';
 import type { Database, Db, PoliciesTable } from '../../core/db/index.ts';
-import { AppError } from '../../core/errors/index.ts';
+import type { AppError } from '../../core/errors/index.ts';
+import { policyError } from './errors.ts';
 
 export type PolicyRow = Selectable<PoliciesTable>;
 type Executor = Kysely<Database>;
@@ -52,7 +53,7 @@ export class PolicyStore {
     const grants = await grantsQuery(q, caller.identity, pattern.workspace).execute();
     const held = this.authz.requireFrom(caller, grants, 'admin', { workspace: pattern.workspace, collection: pattern.collection, dataset: pattern.dataset });
     if (!roleAtLeast(held, role)) {
-      throw AppError.forbidden(`An ${held} cannot grant, change or revoke the ${role} role: nobody grants above their own role, and only owners grant owner`, 'ROLE_ABOVE_OWN');
+      throw policyError('ROLE_ABOVE_OWN', `An ${held} cannot grant, change or revoke the ${role} role: nobody grants above their own role, and only owners grant owner`);
     }
   }
 
@@ -95,7 +96,7 @@ export class PolicyStore {
     return this.locked(workspace, async (trx) => {
       const current = await find(trx, workspace, target);
       if ('role' in target && current.role !== target.role) {
-        throw AppError.conflict(`${current.principal} holds ${current.role} on ${current.pattern}, not ${target.role}: revoke ${current.role} instead`, 'ROLE_MISMATCH');
+        throw policyError('ROLE_MISMATCH', `${current.principal} holds ${current.role} on ${current.pattern}, not ${target.role}: revoke ${current.role} instead`);
       }
       await this.requireAuthority(caller, parsePattern(current.pattern)!, current.role, trx);
       await assertOwnerRemains(trx, current);
@@ -108,7 +109,7 @@ export class PolicyStore {
   async genesis(workspace: string, grants: { identity: string; role: Role }[], createdBy: string): Promise<PolicyRow[]> {
     return this.locked(workspace, async (trx) => {
       const any = await trx.selectFrom('policies').select('policy_id').where('workspace', '=', workspace).limit(1).executeTakeFirst();
-      if (any) throw AppError.conflict(`Workspace '${workspace}' already has policies; genesis runs once`, 'GENESIS_ALREADY_DONE');
+      if (any) throw policyError('GENESIS_ALREADY_DONE', `Workspace '${workspace}' already has policies; genesis runs once`);
       const unique = new Map(grants.map((g) => [g.identity, g.role]));
       return trx
         .insertInto('policies')
@@ -130,12 +131,12 @@ function lookup(q: Executor, workspace: string, target: PolicyTarget | { princip
 async function find(q: Executor, workspace: string, target: PolicyTarget): Promise<PolicyRow> {
   const row = await lookup(q, workspace, target);
   if (row) return row;
-  if ('policyId' in target) throw AppError.notFound(`No policy ${target.policyId} in workspace '${workspace}'`, 'POLICY_NOT_FOUND');
-  throw AppError.notFound(`${target.principal} holds no grant on ${target.pattern}; nothing to revoke`, 'POLICY_NOT_FOUND');
+  if ('policyId' in target) throw policyError('POLICY_NOT_FOUND', `No policy ${target.policyId} in workspace '${workspace}'`);
+  throw policyError('POLICY_NOT_FOUND', `${target.principal} holds no grant on ${target.pattern}; nothing to revoke`);
 }
 
 export function policyExists(existing: PolicyRow): AppError {
-  return AppError.conflict(`'${existing.principal}' already has policy ${existing.policy_id} on ${existing.pattern}; update its role instead`, 'POLICY_EXISTS');
+  return policyError('POLICY_EXISTS', `'${existing.principal}' already has policy ${existing.policy_id} on ${existing.pattern}; update its role instead`);
 }
 
 /** A workspace always keeps an owner on its whole pattern, or nobody could manage it again. */
@@ -151,5 +152,5 @@ async function assertOwnerRemains(q: Executor, losing: PolicyRow): Promise<void>
     .where('policy_id', '!=', losing.policy_id)
     .limit(1)
     .executeTakeFirst();
-  if (!other) throw AppError.conflict(`This is the last owner policy of '${whole}'; grant another owner first`, 'LAST_OWNER');
+  if (!other) throw policyError('LAST_OWNER', `This is the last owner policy of '${whole}'; grant another owner first`);
 }
