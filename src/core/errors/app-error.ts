@@ -30,6 +30,11 @@ export class AppError extends Error {
     this.headers = options.headers ?? {};
     this.extra = options.extra ?? {};
   }
+
+  /** The same error with more fields in its body. */
+  withExtra(extra: Record<string, unknown>): AppError {
+    return new AppError(this.status, this.code, this.message, { headers: this.headers, extra: { ...this.extra, ...extra } });
+  }
 }
 
 /** The error constructor of a service's codes (and core's): `defineErrors({ JOB_NOT_FOUND: 404 })('JOB_NOT_FOUND', detail)`. */

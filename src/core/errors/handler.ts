@@ -1,6 +1,6 @@
 import type { FastifyError, FastifyInstance } from 'fastify';
 import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
-import { AppError, RequestValidationError } from './app-error.ts';
+import { AppError, RequestValidationError, type ErrorCode } from './app-error.ts';
 import { scrubServerPaths } from './server-paths.ts';
 
 /** One entry of FastAPI's HTTPValidationError body. */

@@ -5,8 +5,8 @@ import type { Db } from '../../core/db/index.ts';
 import { InlineQueryEngine, parseSize, ProcessQueryEngine, tokenizeSql, type EngineOptions, type Ingestor, type QueryEngine, type SandboxOptions, type SqlAnalyzer } from '../../core/engine/index.ts';
 import type { TokenVerifier } from '../../core/http/index.ts';
 import type { BlobStore } from '../../core/storage/index.ts';
-import { AppError } from '../../core/errors/index.ts';
 import { QueryChecker } from './check.ts';
+import { jobsError } from './errors.ts';
 import { ExternalFetcher, ExternalReadPlanner, type ExternalReadOptions } from './external/index.ts';
 import { QueryPlanner } from './planner.ts';
 import { JobRepo } from './repo.ts';
@@ -65,7 +65,7 @@ export function createJobsService(options: JobsOptions) {
     const refusal = await planner.refuseExternalReads(caller, sqlText);
     if (!refusal) return undefined;
     const span = refusal.position === undefined ? undefined : { start: refusal.position, end: literalEnd(sqlText, refusal.position) };
-    return new AppError(refusal.status, refusal.code, refusal.message, { extra: span ? placeOf(sqlText, span) : {} });
+    return jobsError(refusal.code, refusal.message, { extra: span ? placeOf(sqlText, span) : {} });
   };
   const jobs = new JobsService({
     repo,
