@@ -46,9 +46,9 @@ export function defineErrors<const T extends Record<string, number>>(table: T) {
 /** An error of one of core's codes. */
 export const appError = defineErrors({});
 
-/** Whether `error` is an AppError with one of `codes` (with any code when none is given). */
-export function isAppError<C extends ErrorCode>(error: unknown, ...codes: C[]): error is AppError & { code: C } {
-  return error instanceof AppError && (codes.length === 0 || (codes as ErrorCode[]).includes(error.code));
+/** Whether `error` is an AppError with one of `codes`: `isAppError(error, 'DEFINITION_CONFLICT', 'ALREADY_EXISTS')`. */
+export function isAppError<C extends ErrorCode>(error: unknown, ...codes: [C, ...C[]]): error is AppError & { code: C } {
+  return error instanceof AppError && (codes as ErrorCode[]).includes(error.code);
 }
 
 /** A 422 found by a service after schema validation, answered in FastAPI's HTTPValidationError shape. */

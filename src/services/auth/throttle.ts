@@ -4,8 +4,8 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { sql } from 'kysely';
 import type { Db } from '../../core/db/index.ts';
 import { isAppError, type AppError } from '../../core/errors/index.ts';
-import { authError } from './errors.ts';
 import { ADMIN_TOKEN_HEADER, IDENTITY_REGEX, type AdminToken } from '../../core/http/index.ts';
+import { authError } from './errors.ts';
 
 export interface ThrottleOptions {
   /** Failures one (client_id, source) — or one source, for the admin token — may have per window. */
