@@ -17,14 +17,15 @@ export interface Span {
  */
 export class StatementError extends Error {
   constructor(
-    readonly error: AppError,
+    /** What a submit answers, without the place. */
+    readonly http: AppError,
     readonly span?: Span,
   ) {
-    super(error.message);
+    super(http.message);
   }
 
   get code(): ErrorCode {
-    return this.error.code;
+    return this.http.code;
   }
 }
 
@@ -42,5 +43,5 @@ export function placeOf(sql: string, span: Span | undefined) {
 /** The HTTP error a submit answers for a StatementError: `{detail, code, position, line, column, start, end}`. */
 export function toHttpError(sql: string, error: StatementError): AppError {
   const place = placeOf(sql, error.span);
-  return error.error.withExtra(error.span ? place : {});
+  return error.http.withExtra(error.span ? place : {});
 }

@@ -273,7 +273,7 @@ export class StatementExecutor {
       const tag = await this.at(s.name, () => this.deps.catalog.deleteTag(dataset.dataset_id, s.name.value));
       return { message: `Tag ${tag.name} dropped from ${label} (it named snapshot ${tag.snapshot_id})` };
     } catch (error) {
-      if (s.ifExists && error instanceof StatementError && isAppError(error.error, 'TAG_NOT_FOUND')) return missing;
+      if (s.ifExists && error instanceof StatementError && isAppError(error.http, 'TAG_NOT_FOUND')) return missing;
       throw error;
     }
   }
