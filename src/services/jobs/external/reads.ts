@@ -1,7 +1,7 @@
 import type { ArgValue, FunctionArg, FunctionRef } from '../../../core/engine/index.ts';
 import { quoteString } from '../../../core/engine/index.ts';
 import type { SecretType } from '../../../core/db/index.ts';
-import type { ExternalRefusalCode } from '../errors.ts';
+import { JOBS_ERRORS, type ExternalRefusalCode } from '../errors.ts';
 
 /**
  * READ_PARQUET / READ_CSV / READ_JSONL('<scheme>://bucket/prefix/…', credentials => '<workspace>.<secret>')
@@ -56,6 +56,9 @@ export interface ExternalRead {
 
 /** A READ_* call the job service refuses before anything is fetched (submit, check or plan time). */
 export class ExternalReadRefusal extends Error {
+  /** The HTTP status of its code, when refused at submit. */
+  readonly status: number;
+
   constructor(
     readonly code: ExternalRefusalCode,
     message: string,
@@ -63,6 +66,7 @@ export class ExternalReadRefusal extends Error {
   ) {
     super(message);
     this.name = 'ExternalReadRefusal';
+    this.status = JOBS_ERRORS[code];
   }
 }
 
