@@ -85,6 +85,8 @@ export interface TestApp {
   db: Db;
   deps: AppDeps;
   adminToken: string;
+  /** The temporary data directory: the lake, scratch space and the master key. */
+  dataDir: string;
   close(): Promise<void>;
 }
 
@@ -114,6 +116,7 @@ export async function createTestApp(overrides: Partial<AppDeps> = {}, options: {
     db,
     deps,
     adminToken,
+    dataDir: lakeDir.dir,
     async close() {
       await app.close();
       await dispose();

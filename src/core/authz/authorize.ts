@@ -1,5 +1,5 @@
 import type { PermissionPair } from '../db/schema.ts';
-import { AppError } from '../errors/index.ts';
+import { appError } from '../errors/index.ts';
 import { parsePattern, patternMatches, type Resource } from './patterns.ts';
 import type { Principal } from './principal.ts';
 import { roleAtLeast, ROLES, type Role } from './roles.ts';
@@ -96,9 +96,9 @@ export class Authorizer {
   requireFrom(principal: Principal, grants: readonly Grant[], need: Role, resource: Resource): Role {
     const role = effectiveRole(grants, principal.permissions, resource);
     if (role === null || !roleAtLeast(role, need)) {
-      throw AppError.forbidden(
-        `'${principal.identity}' needs the ${need} role on ${describe(resource)}${role ? ` (holds ${role})` : ''}`,
+      throw appError(
         'PERMISSION_DENIED',
+        `'${principal.identity}' needs the ${need} role on ${describe(resource)}${role ? ` (holds ${role})` : ''}`,
       );
     }
     return role;

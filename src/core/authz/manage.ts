@@ -1,5 +1,5 @@
 import type { PermissionPair } from '../db/schema.ts';
-import { AppError } from '../errors/index.ts';
+import { AppError, appError } from '../errors/index.ts';
 import { permissionsWithin } from './narrowing.ts';
 import type { Principal } from './principal.ts';
 
@@ -72,7 +72,7 @@ const DESCRIBE: Record<ManagementAction, string> = {
 /** Why the caller may not take the action (a 403 to throw), or undefined when it may. */
 export function manageRefusal(principal: Pick<Principal, 'permissions' | 'credentialId'>, action: ManagementAction, target: ManagementTarget = {}): AppError | undefined {
   if (!isNarrowed(principal)) return undefined;
-  const narrowed = (detail: string) => AppError.forbidden(`This credential is narrowed by permissions; ${detail}`, 'CREDENTIAL_NARROWED');
+  const narrowed = (detail: string) => appError('CREDENTIAL_NARROWED', `This credential is narrowed by permissions; ${detail}`);
   if (ACCOUNT_LEVEL.has(action)) return narrowed(`only an unnarrowed credential may ${DESCRIBE[action]}`);
   switch (action) {
     case 'workspace.delete': {
@@ -83,7 +83,7 @@ export function manageRefusal(principal: Pick<Principal, 'permissions' | 'creden
     case 'credential.create':
       // Narrower than itself: permissions within its own ([] would be the identity's full grants).
       if (permissionsWithin(target.permissions ?? [], principal.permissions)) return undefined;
-      return AppError.forbidden('Your token is narrowed by permissions; a credential it creates must carry permissions within them', 'PERMISSION_NOT_HELD');
+      return appError('PERMISSION_NOT_HELD', 'Your token is narrowed by permissions; a credential it creates must carry permissions within them');
     case 'credential.read':
     case 'credential.revoke':
       // Itself only.

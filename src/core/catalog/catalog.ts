@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import { newId } from '../crypto/random.ts';
 import type { Db, DatasetProperties } from '../db/index.ts';
-import { AppError } from '../errors/index.ts';
+import { appError } from '../errors/index.ts';
 import { commitSnapshotIn } from './commit.ts';
 import { checkDescription, checkKind, checkProperties, mergeDatasetProperties, normalizeColumns } from './definition.ts';
 import { guarded, mergeProperties, type NamespaceGuards, type NamespacePropertiesPatch } from './guards.ts';
@@ -54,7 +54,7 @@ export class Catalog {
    */
   async claimNamespace(workspace: string, billingAccount: string): Promise<{ namespace: Namespace; created: boolean }> {
     const name = normalizeName('workspace', workspace);
-    if (typeof billingAccount !== 'string' || !billingAccount) throw AppError.badRequest('A billing account is required');
+    if (typeof billingAccount !== 'string' || !billingAccount) throw appError('BAD_REQUEST', 'A billing account is required');
     // A namespace dropped between the insert and the read is claimed again on the next pass.
     for (;;) {
       const inserted = await this.db.kysely
@@ -67,7 +67,7 @@ export class Catalog {
       const existing = await findNamespace(this.db.kysely, name);
       if (!existing) continue;
       if (existing.billing_account !== billingAccount) {
-        throw new AppError(409, 'NAMESPACE_CLAIMED', `Workspace name '${name}' is already claimed by another billing account`);
+        throw appError('NAMESPACE_CLAIMED', `Workspace name '${name}' is already claimed by another billing account`);
       }
       return { namespace: existing, created: false };
     }
@@ -126,7 +126,7 @@ export class Catalog {
   /** 409 ALREADY_EXISTS when the collection exists. */
   async createCollection(workspace: string, name: string, author: string): Promise<Collection> {
     const { collection, created } = await this.ensureCollection(workspace, name, author);
-    if (!created) throw AppError.conflict(`Collection '${collection.workspace}.${collection.name}' already exists`, 'ALREADY_EXISTS');
+    if (!created) throw appError('ALREADY_EXISTS', `Collection '${collection.workspace}.${collection.name}' already exists`);
     return collection;
   }
 
@@ -199,9 +199,9 @@ export class Catalog {
       const dataset = await requireDataset(trx, key, 'update');
       const expected = options.expectedDefinitionVersion;
       if (expected !== undefined && expected !== dataset.definition_version) {
-        throw AppError.conflict(
-          `The definition of ${describeKey(key)} is at version ${dataset.definition_version}, not ${expected}`,
+        throw appError(
           'DEFINITION_CONFLICT',
+          `The definition of ${describeKey(key)} is at version ${dataset.definition_version}, not ${expected}`,
         );
       }
       const next = nextDefinition(dataset, patch);
@@ -263,7 +263,7 @@ export class Catalog {
     return this.transaction(async (trx) => {
       await options.before?.(trx);
       const dataset = options.create ? (await insertDatasetIn(trx, options.create.ref, options.create.definition, input.author)).dataset_id : input.dataset;
-      if (dataset === undefined) throw new AppError(400, 'INVALID_COMMIT', 'A commit needs a dataset');
+      if (dataset === undefined) throw appError('INVALID_COMMIT', 'A commit needs a dataset');
       const snapshot = await commitSnapshotIn(trx, { ...input, dataset });
       await options.within?.(trx, snapshot);
       return snapshot;
@@ -327,7 +327,7 @@ export class Catalog {
         .executeTakeFirst();
       if (created) return created;
       const existing = await requireTag(trx, dataset, tagName, 'update');
-      if (!options.move) throw AppError.conflict(`Tag '${tagName}' already exists (snapshot ${existing.snapshot_id})`, 'TAG_EXISTS');
+      if (!options.move) throw appError('TAG_EXISTS', `Tag '${tagName}' already exists (snapshot ${existing.snapshot_id})`);
       if (existing.snapshot_id === snapshotId) return existing;
       refuseUnderHistoryProtection(guards, dataset, `move tag '${tagName}'`);
       return trx
@@ -405,7 +405,7 @@ async function requireTag(trx: Executor, dataset: Dataset, name: string, lock?: 
   let query = trx.selectFrom('catalog_tags').selectAll().where('dataset_id', '=', dataset.dataset_id).where('name', '=', name);
   if (lock === 'update') query = query.forUpdate();
   const tag = await query.executeTakeFirst();
-  if (!tag) throw new AppError(404, 'TAG_NOT_FOUND', `${datasetLabel(dataset)} has no tag '${name}'`);
+  if (!tag) throw appError('TAG_NOT_FOUND', `${datasetLabel(dataset)} has no tag '${name}'`);
   return tag;
 }
 
@@ -440,6 +440,6 @@ async function insertDatasetIn(trx: Executor, ref: DatasetRef, definition: Datas
     .onConflict((oc) => oc.columns(['workspace', 'collection', 'name']).doNothing())
     .returningAll()
     .executeTakeFirst();
-  if (!created) throw AppError.conflict(`Dataset ${formatRef({ workspace, collection, dataset })} already exists`, 'ALREADY_EXISTS');
+  if (!created) throw appError('ALREADY_EXISTS', `Dataset ${formatRef({ workspace, collection, dataset })} already exists`);
   return created;
 }

@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import { newId } from '../crypto/random.ts';
 import type { SnapshotOperation } from '../db/index.ts';
-import { AppError } from '../errors/index.ts';
+import { AppError, appError } from '../errors/index.ts';
 import { requireSnapshot, requireVersionedDataset } from './queries.ts';
 import type { CommitInput, DataFileInput, Dataset, Executor, Snapshot } from './types.ts';
 
@@ -16,11 +16,11 @@ interface FileAmounts {
 }
 
 function invalidCommit(detail: string): AppError {
-  return new AppError(400, 'INVALID_COMMIT', detail);
+  return appError('INVALID_COMMIT', detail);
 }
 
 function conflict(detail: string): AppError {
-  return new AppError(409, 'COMMIT_CONFLICT', detail);
+  return appError('COMMIT_CONFLICT', detail);
 }
 
 function checkInput(input: CommitInput): void {
@@ -54,8 +54,7 @@ function checkParent(dataset: Dataset, input: CommitInput): void {
 
 function checkDefinitionVersion(dataset: Dataset, input: CommitInput): void {
   if (input.expectedDefinitionVersion === undefined || input.expectedDefinitionVersion === dataset.definition_version) return;
-  throw new AppError(
-    409,
+  throw appError(
     'DEFINITION_CONFLICT',
     `The definition of ${dataset.workspace}.${dataset.collection}.${dataset.name} changed: expected version ` +
       `${input.expectedDefinitionVersion}, it is now ${dataset.definition_version}`,

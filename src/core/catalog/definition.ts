@@ -1,4 +1,4 @@
-import { AppError } from '../errors/index.ts';
+import { AppError, appError } from '../errors/index.ts';
 import type { ColumnDef, DatasetKind, DatasetProperties } from '../db/index.ts';
 
 export const DATASET_KINDS: readonly DatasetKind[] = ['table', 'view', 'external'];
@@ -6,7 +6,7 @@ export const DATASET_KINDS: readonly DatasetKind[] = ['table', 'view', 'external
 const OPTIONAL_TEXT_FIELDS = ['logical_type', 'source_type', 'original_type', 'description'] as const;
 
 function invalid(detail: string): AppError {
-  return new AppError(400, 'INVALID_DEFINITION', detail);
+  return appError('INVALID_DEFINITION', detail);
 }
 
 export function checkKind(kind: unknown): DatasetKind {

@@ -1,4 +1,4 @@
-import { AppError } from '../errors/index.ts';
+import { AppError, appError } from '../errors/index.ts';
 import type { NamespaceProperties } from '../db/index.ts';
 
 /** The guards in force in a workspace, defaults applied. */
@@ -31,16 +31,16 @@ export function mergeProperties(current: NamespaceProperties, patch: NamespacePr
   const next: NamespaceProperties = { ...current };
   for (const [name, value] of Object.entries(patch)) {
     if (!PROPERTY_NAMES.includes(name as keyof NamespaceProperties)) {
-      throw new AppError(400, 'INVALID_PROPERTY', `Unknown workspace property '${name}'; known: ${PROPERTY_NAMES.join(', ')}`);
+      throw appError('INVALID_PROPERTY', `Unknown workspace property '${name}'; known: ${PROPERTY_NAMES.join(', ')}`);
     }
     const key = name as keyof NamespaceProperties;
     if (value === null) delete next[key];
     else if (typeof value === 'boolean') next[key] = value;
-    else if (value !== undefined) throw new AppError(400, 'INVALID_PROPERTY', `Workspace property '${name}' must be true, false or null`);
+    else if (value !== undefined) throw appError('INVALID_PROPERTY', `Workspace property '${name}' must be true, false or null`);
   }
   return next;
 }
 
 export function guarded(detail: string): AppError {
-  return new AppError(423, 'GUARDED', detail);
+  return appError('GUARDED', detail);
 }

@@ -1,4 +1,4 @@
-import { AppError } from '../errors/index.ts';
+import { appError } from '../errors/index.ts';
 
 /** Workspace, collection and dataset names: letters, digits and underscores, stored lowercased. */
 export const NAME_REGEX = /^[A-Za-z0-9_]{1,63}$/;
@@ -21,7 +21,7 @@ export interface DatasetRef {
 /** Validates and lowercases a workspace, collection or dataset name; 400 INVALID_NAME otherwise. */
 export function normalizeName(kind: NameKind, raw: string): string {
   if (typeof raw !== 'string' || !NAME_REGEX.test(raw)) {
-    throw new AppError(400, 'INVALID_NAME', `${describe(raw)} is not a valid ${kind} name: use 1 to 63 letters, digits or underscores`);
+    throw appError('INVALID_NAME', `${describe(raw)} is not a valid ${kind} name: use 1 to 63 letters, digits or underscores`);
   }
   return raw.toLowerCase();
 }
@@ -38,8 +38,7 @@ export function normalizeRef(ref: DatasetRef): DatasetRef {
 export function normalizeTagName(raw: string): string {
   const name = typeof raw === 'string' ? raw.toLowerCase() : raw;
   if (typeof name !== 'string' || !TAG_NAME_REGEX.test(name) || RESERVED_TAG_NAMES.includes(name)) {
-    throw new AppError(
-      400,
+    throw appError(
       'INVALID_NAME',
       `${describe(raw)} is not a valid tag name: use 1 to 63 letters, digits, '_', '.' or '-', ` +
         `starting with a letter or '_' (not 'current' or 'previous')`,

@@ -1,4 +1,4 @@
-import { AppError } from '../errors/index.ts';
+import { appError } from '../errors/index.ts';
 import { resolveGuards } from './guards.ts';
 import { formatRef, normalizeRef } from './names.ts';
 import type { Collection, Dataset, DatasetKey, Executor, Namespace, Snapshot } from './types.ts';
@@ -28,7 +28,7 @@ export async function findNamespace(q: Executor, workspace: string, lock?: 'upda
 
 export async function requireNamespace(q: Executor, workspace: string, lock?: 'update' | 'share'): Promise<Namespace> {
   const namespace = await findNamespace(q, workspace, lock);
-  if (!namespace) throw new AppError(404, 'NAMESPACE_NOT_FOUND', `Workspace '${workspace}' does not exist`);
+  if (!namespace) throw appError('NAMESPACE_NOT_FOUND', `Workspace '${workspace}' does not exist`);
   return namespace;
 }
 
@@ -36,7 +36,7 @@ export async function requireCollection(q: Executor, workspace: string, name: st
   let query = q.selectFrom('catalog_collections').selectAll().where('workspace', '=', workspace).where('name', '=', name);
   if (lock === 'update') query = query.forUpdate();
   const row = await query.executeTakeFirst();
-  if (!row) throw new AppError(404, 'COLLECTION_NOT_FOUND', `Collection '${workspace}.${name}' does not exist`);
+  if (!row) throw appError('COLLECTION_NOT_FOUND', `Collection '${workspace}.${name}' does not exist`);
   return row;
 }
 
@@ -54,7 +54,7 @@ export async function findDataset(q: Executor, key: DatasetKey, lock?: 'update')
 
 export async function requireDataset(q: Executor, key: DatasetKey, lock?: 'update'): Promise<Dataset> {
   const dataset = await findDataset(q, key, lock);
-  if (!dataset) throw new AppError(404, 'DATASET_NOT_FOUND', `${describeKey(key)} does not exist`);
+  if (!dataset) throw appError('DATASET_NOT_FOUND', `${describeKey(key)} does not exist`);
   return dataset;
 }
 
@@ -62,8 +62,7 @@ export async function requireDataset(q: Executor, key: DatasetKey, lock?: 'updat
 export async function requireVersionedDataset(q: Executor, key: DatasetKey, lock?: 'update'): Promise<Dataset> {
   const dataset = await requireDataset(q, key, lock);
   if (dataset.kind === 'external') {
-    throw new AppError(
-      400,
+    throw appError(
       'VERSIONING_NOT_SUPPORTED',
       `${datasetLabel(dataset)} is listed from an external catalog and has no snapshots`,
     );
@@ -75,7 +74,7 @@ export async function requireSnapshot(q: Executor, snapshotId: number, datasetId
   let query = q.selectFrom('catalog_snapshots').selectAll().where('snapshot_id', '=', snapshotId);
   if (datasetId !== undefined) query = query.where('dataset_id', '=', datasetId);
   const row = Number.isSafeInteger(snapshotId) ? await query.executeTakeFirst() : undefined;
-  if (!row) throw new AppError(404, 'SNAPSHOT_NOT_FOUND', `Snapshot ${snapshotId} does not exist${datasetId ? ' in this dataset' : ''}`);
+  if (!row) throw appError('SNAPSHOT_NOT_FOUND', `Snapshot ${snapshotId} does not exist${datasetId ? ' in this dataset' : ''}`);
   return row;
 }
 

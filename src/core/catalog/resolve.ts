@@ -1,11 +1,11 @@
-import { AppError } from '../errors/index.ts';
+import { AppError, appError } from '../errors/index.ts';
 import { normalizeTagName } from './names.ts';
 import { datasetLabel as label, requireSnapshot } from './queries.ts';
 import type { SnapshotSelector } from './selectors.ts';
 import type { Dataset, Executor, Snapshot } from './types.ts';
 
-function notFound(detail: string, code = 'SNAPSHOT_NOT_FOUND'): AppError {
-  return new AppError(404, code, detail);
+function notFound(detail: string, code: 'SNAPSHOT_NOT_FOUND' | 'TAG_NOT_FOUND' = 'SNAPSHOT_NOT_FOUND'): AppError {
+  return appError(code, detail);
 }
 
 async function currentSnapshot(q: Executor, dataset: Dataset): Promise<Snapshot> {

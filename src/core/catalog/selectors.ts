@@ -1,4 +1,4 @@
-import { AppError } from '../errors/index.ts';
+import { appError } from '../errors/index.ts';
 import { normalizeTagName } from './names.ts';
 
 /** Which snapshot of a dataset to read. */
@@ -27,8 +27,7 @@ export function parseSelector(label: string): SnapshotSelector {
       // falls through to the error below
     }
   }
-  throw new AppError(
-    400,
+  throw appError(
     'INVALID_SELECTOR',
     `${JSON.stringify(label)} is not a version selector: use 'current', 'previous', a tag name or a snapshot id`,
   );

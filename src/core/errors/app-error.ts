@@ -1,60 +1,54 @@
-/** Stable, documented error codes. Every non-validation error response carries one. */
-export type ErrorCode =
-  | 'BAD_REQUEST'
-  | 'UNAUTHORIZED'
-  | 'INVALID_TOKEN'
-  | 'FORBIDDEN'
-  | 'INSUFFICIENT_SCOPE'
-  | 'NOT_FOUND'
-  | 'METHOD_NOT_ALLOWED'
-  | 'CONFLICT'
-  | 'GONE'
-  | 'PAYLOAD_TOO_LARGE'
-  | 'UNSUPPORTED_MEDIA_TYPE'
-  | 'TOO_MANY_REQUESTS'
-  | 'LOCKED'
-  | 'NOT_IMPLEMENTED'
-  | 'BAD_GATEWAY'
-  | 'GATEWAY_TIMEOUT'
-  | 'INTERNAL_ERROR'
-  | 'CREDENTIAL_NOT_FOUND'
-  | (string & {});
+import { CORE_ERRORS } from './codes.ts';
 
-export class AppError extends Error {
-  readonly status: number;
-  readonly code: ErrorCode;
-  readonly headers: Record<string, string>;
+/**
+ * Every error code with its HTTP status: core's, merged with each service's table by
+ * `declare module '…/core/errors/app-error.ts' { interface ErrorStatuses extends … }` in its errors.ts.
+ */
+export interface ErrorStatuses extends Readonly<typeof CORE_ERRORS> {}
+
+/** Stable, documented error codes. Every non-validation error response carries one. */
+export type ErrorCode = keyof ErrorStatuses;
+
+export interface AppErrorOptions {
+  headers?: Record<string, string>;
   /** Extra fields merged into the body (e.g. OAuth's `error`). */
+  extra?: Record<string, unknown>;
+}
+
+/** An error answered as `{detail, code}`. Made by an error constructor (appError or a service's), which knows the status. */
+export class AppError extends Error {
+  readonly headers: Record<string, string>;
   readonly extra: Record<string, unknown>;
 
   constructor(
-    status: number,
-    code: ErrorCode,
+    readonly status: number,
+    readonly code: ErrorCode,
     detail: string,
-    options: { headers?: Record<string, string>; extra?: Record<string, unknown> } = {},
+    options: AppErrorOptions = {},
   ) {
     super(detail);
-    this.status = status;
-    this.code = code;
     this.headers = options.headers ?? {};
     this.extra = options.extra ?? {};
   }
 
-  static badRequest(detail: string, code: ErrorCode = 'BAD_REQUEST') {
-    return new AppError(400, code, detail);
+  /** The same error with more fields in its body. */
+  withExtra(extra: Record<string, unknown>): AppError {
+    return new AppError(this.status, this.code, this.message, { headers: this.headers, extra: { ...this.extra, ...extra } });
   }
-  static unauthorized(detail = 'Not authenticated', code: ErrorCode = 'UNAUTHORIZED') {
-    return new AppError(401, code, detail, { headers: { 'www-authenticate': 'Bearer realm="lakeport"' } });
-  }
-  static forbidden(detail: string, code: ErrorCode = 'FORBIDDEN') {
-    return new AppError(403, code, detail);
-  }
-  static notFound(detail: string, code: ErrorCode = 'NOT_FOUND') {
-    return new AppError(404, code, detail);
-  }
-  static conflict(detail: string, code: ErrorCode = 'CONFLICT') {
-    return new AppError(409, code, detail);
-  }
+}
+
+/** The error constructor of a service's codes (and core's): `defineErrors({ JOB_NOT_FOUND: 404 })('JOB_NOT_FOUND', detail)`. */
+export function defineErrors<const T extends Record<string, number>>(table: T) {
+  const statuses: Record<string, number> = { ...CORE_ERRORS, ...table };
+  return (code: keyof typeof CORE_ERRORS | (keyof T & ErrorCode), detail: string, options?: AppErrorOptions) => new AppError(statuses[code], code, detail, options);
+}
+
+/** An error of one of core's codes. */
+export const appError = defineErrors({});
+
+/** Whether `error` is an AppError with one of `codes`: `isAppError(error, 'DEFINITION_CONFLICT', 'ALREADY_EXISTS')`. */
+export function isAppError<C extends ErrorCode>(error: unknown, ...codes: [C, ...C[]]): error is AppError & { code: C } {
+  return error instanceof AppError && (codes as ErrorCode[]).includes(error.code);
 }
 
 /** A 422 found by a service after schema validation, answered in FastAPI's HTTPValidationError shape. */

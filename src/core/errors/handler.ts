@@ -1,6 +1,6 @@
 import type { FastifyError, FastifyInstance } from 'fastify';
 import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
-import { AppError, RequestValidationError } from './app-error.ts';
+import { AppError, RequestValidationError, type ErrorCode } from './app-error.ts';
 import { scrubServerPaths } from './server-paths.ts';
 
 /** One entry of FastAPI's HTTPValidationError body. */
@@ -106,7 +106,7 @@ export function registerErrorHandling(app: FastifyInstance) {
   });
 }
 
-const CLIENT_ERROR_CODES: Record<number, string> = {
+const CLIENT_ERROR_CODES: Record<number, ErrorCode> = {
   400: 'BAD_REQUEST',
   401: 'UNAUTHORIZED',
   403: 'FORBIDDEN',

@@ -1,3 +1,4 @@
-export { AppError, RequestValidationError, type ErrorCode } from './app-error.ts';
+export { AppError, appError, defineErrors, isAppError, RequestValidationError, type AppErrorOptions, type ErrorCode, type ErrorStatuses } from './app-error.ts';
+export { CORE_ERRORS } from './codes.ts';
 export { registerErrorHandling, validationErrorBody, type ValidationIssue } from './handler.ts';
 export { addServerPath, scrubServerPaths, SERVER_PATH } from './server-paths.ts';

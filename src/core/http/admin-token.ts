@@ -1,6 +1,6 @@
 import type { FastifyRequest } from 'fastify';
 import { safeEqual } from '../crypto/index.ts';
-import { AppError } from '../errors/index.ts';
+import { appError } from '../errors/index.ts';
 
 export const ADMIN_TOKEN_HEADER = 'x-admin-token';
 
@@ -16,12 +16,12 @@ export class AdminToken {
     const given = request.headers[ADMIN_TOKEN_HEADER];
     if (given === undefined) return false;
     if (typeof given !== 'string' || !safeEqual(given, this.token)) {
-      throw new AppError(401, 'INVALID_ADMIN_TOKEN', 'The x-admin-token header does not match the admin token');
+      throw appError('INVALID_ADMIN_TOKEN', 'The x-admin-token header does not match the admin token');
     }
     return true;
   }
 
   require(request: FastifyRequest): void {
-    if (!this.presentIn(request)) throw new AppError(401, 'UNAUTHORIZED', 'This operation needs the x-admin-token header');
+    if (!this.presentIn(request)) throw appError('UNAUTHORIZED', 'This operation needs the x-admin-token header');
   }
 }

@@ -1,6 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Principal } from '../authz/principal.ts';
-import { AppError } from '../errors/index.ts';
+import { appError } from '../errors/index.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -33,7 +33,7 @@ export function bearerToken(request: FastifyRequest): string | undefined {
   const header = request.headers.authorization;
   if (header !== undefined) {
     const match = /^Bearer\s+([^\s]+)\s*$/i.exec(header);
-    if (!match) throw new AppError(401, 'INVALID_TOKEN', 'Authorization header must be "Bearer <token>"', { headers: challenge('invalid_request') });
+    if (!match) throw appError('INVALID_TOKEN', 'Authorization header must be "Bearer <token>"', { headers: challenge('invalid_request') });
     return match[1];
   }
   if (request.method === 'GET' || request.method === 'HEAD') {
@@ -45,12 +45,12 @@ export function bearerToken(request: FastifyRequest): string | undefined {
 
 export async function authenticateRequest(verifier: TokenVerifier, request: FastifyRequest): Promise<Principal> {
   const token = bearerToken(request);
-  if (!token) throw new AppError(401, 'UNAUTHORIZED', 'Not authenticated: send "Authorization: Bearer <access token>"', { headers: challenge() });
+  if (!token) throw appError('UNAUTHORIZED', 'Not authenticated: send "Authorization: Bearer <access token>"', { headers: challenge() });
   try {
     return await verifier.verify(token);
   } catch (error) {
     if (error instanceof InvalidTokenError) {
-      throw new AppError(401, 'INVALID_TOKEN', `Invalid access token: ${error.message}`, { headers: challenge('invalid_token', error.message) });
+      throw appError('INVALID_TOKEN', `Invalid access token: ${error.message}`, { headers: challenge('invalid_token', error.message) });
     }
     throw error;
   }
@@ -60,7 +60,7 @@ export async function authenticateRequest(verifier: TokenVerifier, request: Fast
 export async function authenticateScoped(verifier: TokenVerifier, request: FastifyRequest, scope?: string): Promise<Principal> {
   const principal = await authenticateRequest(verifier, request);
   if (scope && !principal.scopes.includes(scope)) {
-    throw new AppError(403, 'INSUFFICIENT_SCOPE', `This token lacks the '${scope}' scope`, {
+    throw appError('INSUFFICIENT_SCOPE', `This token lacks the '${scope}' scope`, {
       headers: challenge('insufficient_scope', `requires scope ${scope}`),
     });
   }
@@ -79,6 +79,6 @@ export function requireAuth(verifier: TokenVerifier, scope?: string): (request: 
 
 /** The principal set by `requireAuth`; a route behind it always has one. */
 export function principalOf(request: FastifyRequest): Principal {
-  if (!request.principal) throw new AppError(401, 'UNAUTHORIZED', 'Not authenticated', { headers: challenge() });
+  if (!request.principal) throw appError('UNAUTHORIZED', 'Not authenticated', { headers: challenge() });
   return request.principal;
 }

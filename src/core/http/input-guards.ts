@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { AppError, RequestValidationError } from '../errors/index.ts';
+import { appError, RequestValidationError } from '../errors/index.ts';
 
 /**
  * What the HTTP edge refuses before any service sees it (docs/security.md):
@@ -84,7 +84,7 @@ async function refuseNulInRequest(request: FastifyRequest) {
     const values = Array.isArray(value) ? value : [value];
     if (!values.some((v) => typeof v === 'string' && v.includes('\u0000'))) continue;
     if (CREDENTIAL_HEADERS.has(name)) {
-      throw new AppError(401, 'UNAUTHORIZED', `Credentials may not contain NUL characters (${name})`, { headers: { 'www-authenticate': 'Bearer realm="lakeport"' } });
+      throw appError('UNAUTHORIZED', `Credentials may not contain NUL characters (${name})`, { headers: { 'www-authenticate': 'Bearer realm="lakeport"' } });
     }
     throw nulError(['header', name]);
   }

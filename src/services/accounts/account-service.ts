@@ -1,6 +1,6 @@
 import { newId } from '../../core/crypto/index.ts';
 import type { AccountRole, Db } from '../../core/db/index.ts';
-import { AppError } from '../../core/errors/index.ts';
+import { accountsError } from './errors.ts';
 import {
   ACTIVE_MEMBERSHIP_INDEX,
   AccountRepo,
@@ -101,14 +101,14 @@ function eligibleAt(addedAt: Date, minAgeMs: number | null): Date {
   return new Date(addedAt.getTime() + (minAgeMs === null ? 0 : Number(minAgeMs)));
 }
 
-const accountNotFound = (accountId: string) => AppError.notFound(`Account ${accountId} not found`, 'ACCOUNT_NOT_FOUND');
+const accountNotFound = (accountId: string) => accountsError('ACCOUNT_NOT_FOUND', `Account ${accountId} not found`);
 const memberNotFound = (accountId: string, identity: string) =>
-  AppError.notFound(`'${identity}' is not a member of account ${accountId} and has no pending invite`, 'MEMBER_NOT_FOUND');
-const alreadyMember = (detail: string) => AppError.conflict(detail, 'ALREADY_MEMBER');
+  accountsError('MEMBER_NOT_FOUND', `'${identity}' is not a member of account ${accountId} and has no pending invite`);
+const alreadyMember = (detail: string) => accountsError('ALREADY_MEMBER', detail);
 const memberElsewhere = (identity: string) =>
-  AppError.conflict(`'${identity}' is already a member of another account; membership is exclusive`, 'MEMBER_OF_ANOTHER_ACCOUNT');
+  accountsError('MEMBER_OF_ANOTHER_ACCOUNT', `'${identity}' is already a member of another account; membership is exclusive`);
 const lastBillingAdmin = (accountId: string) =>
-  AppError.conflict(`Account ${accountId} must keep at least one active billing_admin; promote another member first`, 'LAST_BILLING_ADMIN');
+  accountsError('LAST_BILLING_ADMIN', `Account ${accountId} must keep at least one active billing_admin; promote another member first`);
 
 /**
  * Billing accounts and their members. Authorization: an unknown or deactivated account is 404
@@ -212,8 +212,7 @@ export class AccountService {
       await this.authorize(repo, caller, accountId, 'billing_admin', true);
       const workspaces = await repo.workspacesReferencing(accountId);
       if (workspaces.length > 0) {
-        throw new AppError(
-          409,
+        throw accountsError(
           'ACCOUNT_HAS_WORKSPACES',
           `Account ${accountId} is still the billing account of workspace(s) ${workspaces.join(', ')}; delete them first`,
           { extra: { workspaces } },
@@ -264,7 +263,7 @@ export class AccountService {
    */
   async accept(caller: string, accountId: string, identity: string): Promise<MemberView> {
     if (caller !== identity) {
-      throw AppError.forbidden(`Only '${identity}' can accept this invite; the token is for '${caller}'`, 'NOT_THE_INVITEE');
+      throw accountsError('NOT_THE_INVITEE', `Only '${identity}' can accept this invite; the token is for '${caller}'`);
     }
     let outcome: { expired: true } | { expired: false; member: MemberView };
     try {
@@ -273,7 +272,7 @@ export class AccountService {
         if (!account || account.status !== 'active') throw accountNotFound(accountId);
         const invite = await repo.findMember(accountId, identity);
         if (!invite || invite.state !== 'pending') {
-          throw AppError.notFound(`No pending invite for '${identity}' in account ${accountId}`, 'NO_PENDING_INVITE');
+          throw accountsError('NO_PENDING_INVITE', `No pending invite for '${identity}' in account ${accountId}`);
         }
         const now = new Date();
         if (isExpired(invite, now)) {
@@ -295,7 +294,7 @@ export class AccountService {
       throw error;
     }
     if (outcome.expired) {
-      throw new AppError(410, 'INVITE_EXPIRED', `The invite for '${identity}' to account ${accountId} has expired; ask for a new one`);
+      throw accountsError('INVITE_EXPIRED', `The invite for '${identity}' to account ${accountId} has expired; ask for a new one`);
     }
     return outcome.member;
   }
@@ -362,10 +361,10 @@ export class AccountService {
     if (!account || account.status !== 'active') throw accountNotFound(accountId);
     const membership = await repo.activeMembershipOf(caller);
     if (membership?.account_id !== accountId) {
-      throw AppError.forbidden(`'${caller}' is not an active member of account ${accountId}`, 'NOT_A_MEMBER');
+      throw accountsError('NOT_A_MEMBER', `'${caller}' is not an active member of account ${accountId}`);
     }
     if (need === 'billing_admin' && membership.role !== 'billing_admin') {
-      throw AppError.forbidden(`This action on account ${accountId} requires the billing_admin role`, 'BILLING_ADMIN_REQUIRED');
+      throw accountsError('BILLING_ADMIN_REQUIRED', `This action on account ${accountId} requires the billing_admin role`);
     }
     return { account, role: membership.role };
   }

@@ -2,6 +2,7 @@ import type { Selectable } from 'kysely';
 import type { Db, WorkspaceMemberGrant, WorkspacesTable } from '../../core/db/index.ts';
 import { AppError } from '../../core/errors/index.ts';
 import type { WorkspaceDirectory, WorkspaceEntry } from './workspace-directory.ts';
+import { accountsError } from './errors.ts';
 
 export type WorkspaceRow = Selectable<WorkspacesTable>;
 
@@ -26,7 +27,7 @@ export class WorkspaceRepo implements WorkspaceDirectory {
   async insertIfAbsent(row: { name: string; billing_account: string; members: WorkspaceMemberGrant[]; created_by: string }): Promise<WorkspaceRow> {
     return this.db.kysely.transaction().execute(async (trx) => {
       const account = await trx.selectFrom('accounts').select('status').where('account_id', '=', row.billing_account).forShare().executeTakeFirst();
-      if (account?.status !== 'active') throw AppError.notFound(`Account ${row.billing_account} does not exist`, 'ACCOUNT_NOT_FOUND');
+      if (account?.status !== 'active') throw accountsError('ACCOUNT_NOT_FOUND', `Account ${row.billing_account} does not exist`);
       await trx
         .insertInto('workspaces')
         .values({ ...row, members: JSON.stringify(row.members) })

@@ -2,6 +2,7 @@ import { requireManage, type Authorizer, type Principal } from '../../core/authz
 import type { WorkspaceMemberGrant } from '../../core/db/index.ts';
 import { AppError } from '../../core/errors/index.ts';
 import { silentLogger, type Logger } from '../../core/logger.ts';
+import { accountsError } from './errors.ts';
 import type { AccountService } from './account-service.ts';
 import type { WorkspaceRepo, WorkspaceRow } from './workspace-repo.ts';
 
@@ -98,9 +99,9 @@ export class WorkspaceService {
       await namespaces.claim(name, input.billing_account);
     } catch (error) {
       if (error instanceof AppError && error.status === 409) {
-        throw AppError.conflict(`Workspace name '${name}' is claimed by another billing account`, 'WORKSPACE_NAME_CLAIMED');
+        throw accountsError('WORKSPACE_NAME_CLAIMED', `Workspace name '${name}' is claimed by another billing account`);
       }
-      throw new AppError(504, 'CATALOG_UNAVAILABLE', `The catalog namespace for '${name}' could not be written; nothing was created, the name is still free: retry`);
+      throw accountsError('CATALOG_UNAVAILABLE', `The catalog namespace for '${name}' could not be written; nothing was created, the name is still free: retry`);
     }
 
     // (b) A retry after a failure here adopts the claimed namespace.
@@ -109,7 +110,7 @@ export class WorkspaceService {
       record = await records.insertIfAbsent({ name, billing_account: input.billing_account, members: input.members, created_by: caller.identity });
     } catch (error) {
       if (error instanceof AppError) throw error;
-      throw new AppError(503, 'WORKSPACE_RECORD_FAILED', `The namespace '${name}' is claimed for ${input.billing_account} but its record could not be written: retry the same request`, {
+      throw accountsError('WORKSPACE_RECORD_FAILED', `The namespace '${name}' is claimed for ${input.billing_account} but its record could not be written: retry the same request`, {
         headers: { 'retry-after': '1' },
       });
     }
@@ -121,7 +122,7 @@ export class WorkspaceService {
       await genesis(name, input.members, caller);
     } catch (error) {
       if (!(error instanceof AppError && error.status === 409)) {
-        throw new AppError(503, 'GENESIS_FAILED', `Workspace '${name}' exists but its first access grants could not be written: retry the same request (or delete it)`, {
+        throw accountsError('GENESIS_FAILED', `Workspace '${name}' exists but its first access grants could not be written: retry the same request (or delete it)`, {
           headers: { 'retry-after': '1' },
         });
       }
@@ -132,18 +133,18 @@ export class WorkspaceService {
   /** An existing record is a retry only with the same billing account and members. */
   private assertRetryOf(record: WorkspaceRow, input: { billing_account: string; members: WorkspaceMemberGrant[] }) {
     if (record.deleted_at) {
-      throw AppError.conflict(`Workspace '${record.name}' is deleted (restore it before ${record.purge_after?.toISOString()})`, 'WORKSPACE_DELETED');
+      throw accountsError('WORKSPACE_DELETED', `Workspace '${record.name}' is deleted (restore it before ${record.purge_after?.toISOString()})`);
     }
     if (record.billing_account !== input.billing_account || !sameMembers(record.members, input.members)) {
-      throw AppError.conflict(`Workspace '${record.name}' already exists with a different billing account or members`, 'WORKSPACE_EXISTS');
+      throw accountsError('WORKSPACE_EXISTS', `Workspace '${record.name}' already exists with a different billing account or members`);
     }
   }
 
   private async requireRecord(name: string): Promise<WorkspaceRow> {
     const record = await this.deps.records.get(name);
     if (!record) {
-      if (await this.deps.records.wasPurged(name)) throw new AppError(410, 'WORKSPACE_PURGED', `Workspace '${name}' was purged after its grace window`);
-      throw AppError.notFound(`Workspace '${name}' does not exist`, 'WORKSPACE_NOT_FOUND');
+      if (await this.deps.records.wasPurged(name)) throw accountsError('WORKSPACE_PURGED', `Workspace '${name}' was purged after its grace window`);
+      throw accountsError('WORKSPACE_NOT_FOUND', `Workspace '${name}' does not exist`);
     }
     return record;
   }
@@ -156,13 +157,13 @@ export class WorkspaceService {
   async delete(caller: Principal, name: string) {
     const record = await this.requireRecord(name);
     const role = await this.deps.accounts.memberRole(caller.identity, record.billing_account);
-    if (role === null) throw AppError.notFound(`Workspace '${name}' does not exist`, 'WORKSPACE_NOT_FOUND');
+    if (role === null) throw accountsError('WORKSPACE_NOT_FOUND', `Workspace '${name}' does not exist`);
     await this.deps.accounts.requireBillingAdmin(caller.identity, record.billing_account);
     requireManage(caller, 'workspace.delete', { workspace: name });
     if (record.deleted_at) return workspaceView(record, await this.deps.namespaces.guards(name));
     const guards = await this.deps.namespaces.guards(name);
     if (guards?.deletion_protection) {
-      throw new AppError(423, 'WORKSPACE_LOCKED', `Workspace '${name}' has deletion_protection on; its owner must run ALTER WORKSPACE ${name} SET deletion_protection TO OFF first`);
+      throw accountsError('WORKSPACE_LOCKED', `Workspace '${name}' has deletion_protection on; its owner must run ALTER WORKSPACE ${name} SET deletion_protection TO OFF first`);
     }
     const deleted = await this.deps.records.softDelete(name, caller.identity, new Date(Date.now() + this.graceMs));
     return workspaceView(deleted, guards);
@@ -170,12 +171,12 @@ export class WorkspaceService {
 
   /** Restore within the grace window: an owner of the workspace. */
   async restore(caller: Principal, name: string) {
-    if (await this.deps.records.wasPurged(name)) throw new AppError(410, 'WORKSPACE_PURGED', `Workspace '${name}' was purged after its grace window`);
+    if (await this.deps.records.wasPurged(name)) throw accountsError('WORKSPACE_PURGED', `Workspace '${name}' was purged after its grace window`);
     await this.deps.authz.require(caller, 'owner', { workspace: name });
     const record = await this.requireRecord(name);
-    if (!record.deleted_at) throw AppError.conflict(`Workspace '${name}' is not deleted`, 'WORKSPACE_NOT_DELETED');
+    if (!record.deleted_at) throw accountsError('WORKSPACE_NOT_DELETED', `Workspace '${name}' is not deleted`);
     const restored = await this.deps.records.restore(name, new Date());
-    if (!restored) throw new AppError(410, 'WORKSPACE_PURGED', `The grace window of '${name}' has ended`);
+    if (!restored) throw accountsError('WORKSPACE_PURGED', `The grace window of '${name}' has ended`);
     return workspaceView(restored, await this.deps.namespaces.guards(name));
   }
 
@@ -200,7 +201,7 @@ export class WorkspaceService {
     await this.deps.authz.require(caller, 'admin', { workspace: name });
     const record = await this.requireRecord(name);
     const guards = await this.deps.namespaces.guards(name);
-    if (!guards || record.deleted_at) throw AppError.notFound(`Workspace '${name}' does not exist`, 'WORKSPACE_NOT_FOUND');
+    if (!guards || record.deleted_at) throw accountsError('WORKSPACE_NOT_FOUND', `Workspace '${name}' does not exist`);
     return { workspace: name, ...guards };
   }
 

@@ -1,7 +1,7 @@
 import { DEFAULT_SCOPES, mayManage, requireManage, type Principal } from '../../core/authz/index.ts';
 import { newId, sha256Hex } from '../../core/crypto/index.ts';
 import type { PermissionPair } from '../../core/db/index.ts';
-import { AppError } from '../../core/errors/index.ts';
+import { authError } from './errors.ts';
 import type { AuthRepo, CredentialRow } from './repo.ts';
 import { CREDENTIAL_SECRET_PREFIX, generateSecret, secretHint } from './secrets.ts';
 
@@ -53,7 +53,7 @@ export class CredentialService {
   /** A bearer token may manage only its own identity's credentials. */
   private assertMayManage(caller: CredentialCaller, clientId: string) {
     if (caller.kind === 'token' && caller.principal.identity !== clientId) {
-      throw AppError.forbidden(`A token for '${caller.principal.identity}' cannot manage the credentials of '${clientId}'`);
+      throw authError('FORBIDDEN', `A token for '${caller.principal.identity}' cannot manage the credentials of '${clientId}'`);
     }
   }
 
@@ -64,7 +64,7 @@ export class CredentialService {
     const scopes = input.scopes.length > 0 ? [...new Set(input.scopes)] : callerScopes;
     const missing = scopes.filter((s) => !callerScopes.includes(s));
     if (missing.length > 0) {
-      throw AppError.forbidden(`Cannot grant scope(s) your token does not hold: ${missing.join(', ')}`, 'SCOPE_NOT_HELD');
+      throw authError('SCOPE_NOT_HELD', `Cannot grant scope(s) your token does not hold: ${missing.join(', ')}`);
     }
     // A narrowed token: only credentials within its own permissions (core/authz decides).
     if (caller.kind === 'token') requireManage(caller.principal, 'credential.create', { permissions: input.permissions });
@@ -98,7 +98,7 @@ export class CredentialService {
     if (caller.kind === 'token') requireManage(caller.principal, 'credential.revoke', { credentialId });
     const revokedAt = await this.repo.revokeCredential(clientId, credentialId);
     if (!revokedAt) {
-      throw AppError.notFound(`No active credential ${credentialId} for client '${clientId}'`, 'CREDENTIAL_NOT_FOUND');
+      throw authError('CREDENTIAL_NOT_FOUND', `No active credential ${credentialId} for client '${clientId}'`);
     }
     return {
       message: `Credential ${credentialId} revoked`,

@@ -59,7 +59,7 @@ function clientCredentialsOf(request: FastifyRequest, form: { client_id?: string
   if (header && /^Basic\s/i.test(header)) {
     const decoded = Buffer.from(header.replace(/^Basic\s+/i, ''), 'base64').toString('utf8');
     const colon = decoded.indexOf(':');
-    if (colon < 0) throw oauthError(401, 'invalid_client', 'Malformed HTTP Basic credentials', { 'www-authenticate': 'Basic realm="lakeport"' });
+    if (colon < 0) throw oauthError('invalid_client', 'Malformed HTTP Basic credentials', { 'www-authenticate': 'Basic realm="lakeport"' });
     let clientId: string;
     let clientSecret: string;
     try {
@@ -67,13 +67,13 @@ function clientCredentialsOf(request: FastifyRequest, form: { client_id?: string
       clientId = decode(decoded.slice(0, colon));
       clientSecret = decode(decoded.slice(colon + 1));
     } catch {
-      throw oauthError(401, 'invalid_client', 'Malformed HTTP Basic credentials', { 'www-authenticate': 'Basic realm="lakeport"' });
+      throw oauthError('invalid_client', 'Malformed HTTP Basic credentials', { 'www-authenticate': 'Basic realm="lakeport"' });
     }
     if (`${clientId}${clientSecret}`.includes('\u0000')) {
-      throw oauthError(401, 'invalid_client', 'Malformed HTTP Basic credentials: NUL characters are not allowed', { 'www-authenticate': 'Basic realm="lakeport"' });
+      throw oauthError('invalid_client', 'Malformed HTTP Basic credentials: NUL characters are not allowed', { 'www-authenticate': 'Basic realm="lakeport"' });
     }
-    if (form.client_secret !== undefined) throw oauthError(400, 'invalid_request', 'Use one client authentication method, not both Basic and client_secret');
-    if (form.client_id !== undefined && form.client_id !== clientId) throw oauthError(400, 'invalid_request', 'client_id differs from the Basic credentials');
+    if (form.client_secret !== undefined) throw oauthError('invalid_request', 'Use one client authentication method, not both Basic and client_secret');
+    if (form.client_id !== undefined && form.client_id !== clientId) throw oauthError('invalid_request', 'client_id differs from the Basic credentials');
     return { clientId, clientSecret, basic: true };
   }
   return { clientId: form.client_id, clientSecret: form.client_secret, basic: false };
@@ -101,7 +101,7 @@ export const authRoutes =
       if (request.headers.authorization && /^Bearer\s/i.test(request.headers.authorization)) {
         return (await authenticateRequest(verifier, request)).identity;
       }
-      throw oauthError(401, 'invalid_client', 'Authenticate with client credentials, a bearer token or the admin token', {
+      throw oauthError('invalid_client', 'Authenticate with client credentials, a bearer token or the admin token', {
         'www-authenticate': 'Basic realm="lakeport"',
       });
     }
@@ -167,18 +167,18 @@ export const authRoutes =
         const client = clientCredentialsOf(request, form);
         let response;
         if (form.grant_type === 'client_credentials') {
-          if (!client.clientId) throw oauthError(400, 'invalid_request', 'client_id is required for the client_credentials grant');
-          if (client.clientSecret === undefined) throw oauthError(401, 'invalid_client', 'client_secret is required');
+          if (!client.clientId) throw oauthError('invalid_request', 'client_id is required for the client_credentials grant');
+          if (client.clientSecret === undefined) throw oauthError('invalid_client', 'client_secret is required');
           response = await tokens.clientCredentials(client.clientId, client.clientSecret, form.scope, request.ip);
         } else if (form.grant_type === 'refresh_token') {
-          if (!form.refresh_token) throw oauthError(400, 'invalid_request', 'refresh_token is required for the refresh_token grant');
+          if (!form.refresh_token) throw oauthError('invalid_request', 'refresh_token is required for the refresh_token grant');
           let authenticated: string | undefined;
           if (client.clientId !== undefined && client.clientSecret !== undefined) {
             authenticated = (await tokens.authenticateClient(client.clientId, client.clientSecret, request.ip)).client_id;
           }
           response = await tokens.refresh(form.refresh_token, authenticated, form.scope);
         } else {
-          throw oauthError(400, 'unsupported_grant_type', `grant_type '${form.grant_type}' is not supported; use client_credentials or refresh_token`);
+          throw oauthError('unsupported_grant_type', `grant_type '${form.grant_type}' is not supported; use client_credentials or refresh_token`);
         }
         if (request.query.set_cookie) {
           reply.setCookie(ACCESS_TOKEN_COOKIE, response.access_token, {

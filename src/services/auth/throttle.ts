@@ -3,8 +3,9 @@ import net from 'node:net';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { sql } from 'kysely';
 import type { Db } from '../../core/db/index.ts';
-import { AppError } from '../../core/errors/index.ts';
+import { isAppError, type AppError } from '../../core/errors/index.ts';
 import { ADMIN_TOKEN_HEADER, IDENTITY_REGEX, type AdminToken } from '../../core/http/index.ts';
+import { authError } from './errors.ts';
 
 export interface ThrottleOptions {
   /** Failures one (client_id, source) — or one source, for the admin token — may have per window. */
@@ -75,7 +76,7 @@ function clientSubject(clientId: string): string {
 /** 429 with Retry-After; `oauth` adds RFC 6749's `error` fields for the OAuth endpoints. */
 export function tooManyAttempts(retryAfter: number, what: string, oauth: boolean): AppError {
   const detail = `Too many failed ${what} from this address; retry in ${retryAfter} s`;
-  return new AppError(429, 'TOO_MANY_REQUESTS', detail, {
+  return authError('TOO_MANY_REQUESTS', detail, {
     headers: { 'retry-after': String(retryAfter), 'cache-control': 'no-store' },
     extra: oauth ? { error: 'slow_down', error_description: detail } : {},
   });
@@ -209,7 +210,7 @@ export function adminTokenThrottle(adminToken: AdminToken, throttle: FailedAttem
     try {
       valid = adminToken.presentIn(request);
     } catch (error) {
-      if (!(error instanceof AppError && error.status === 401)) throw error;
+      if (!isAppError(error, 'INVALID_ADMIN_TOKEN')) throw error;
       valid = false;
     }
     if (!valid) {

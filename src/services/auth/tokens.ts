@@ -71,7 +71,7 @@ export class TokenService {
     if (requested === undefined || requested.trim() === '') return granted;
     const wanted = [...new Set(requested.trim().split(/\s+/))];
     const extra = wanted.filter((s) => !granted.includes(s));
-    if (extra.length > 0) throw oauthError(400, 'invalid_scope', `Scope(s) not granted to this credential: ${extra.join(', ')}`);
+    if (extra.length > 0) throw oauthError('invalid_scope', `Scope(s) not granted to this credential: ${extra.join(', ')}`);
     return wanted;
   }
 
@@ -99,7 +99,7 @@ export class TokenService {
     if (!credential || !live) {
       const counted = await this.throttle.recordFailure(key);
       if (counted.retryAfter > 0) throw tooManyAttempts(counted.retryAfter, 'client authentications', true);
-      throw oauthError(401, 'invalid_client', 'Client authentication failed: unknown client, wrong secret, or a revoked or expired credential');
+      throw oauthError('invalid_client', 'Client authentication failed: unknown client, wrong secret, or a revoked or expired credential');
     }
     // Failures racing this attempt may have reached the limit meanwhile: then it is one too many.
     const after = await this.throttle.check(key);
@@ -145,10 +145,10 @@ export class TokenService {
       ? await this.repo.findRefreshToken(sha256Hex(refreshToken))
       : undefined;
     if (!row || !refreshTokenLive(row)) {
-      throw oauthError(400, 'invalid_grant', 'The refresh token is invalid, expired or revoked, or its credential is');
+      throw oauthError('invalid_grant', 'The refresh token is invalid, expired or revoked, or its credential is');
     }
     if (authenticatedClientId !== undefined && authenticatedClientId !== row.client_id) {
-      throw oauthError(400, 'invalid_grant', 'The refresh token was not issued to this client');
+      throw oauthError('invalid_grant', 'The refresh token was not issued to this client');
     }
     const scopes = this.narrowScopes(row.scopes, requestedScope);
     const access = await this.signAccessToken({

@@ -3,6 +3,7 @@ import { Sandbox, SandboxQueryError, lineColumn } from '../../core/engine/index.
 import { refOf, type Catalog } from '../../core/catalog/index.ts';
 import { AppError, scrubServerPaths } from '../../core/errors/index.ts';
 import type { Authorizer } from '../../core/authz/index.ts';
+import type { JobFailureCode } from './errors.ts';
 import type { JobRepo } from './repo.ts';
 import type { QueryPlanner } from './planner.ts';
 import type { ParamValue } from './types.ts';
@@ -47,7 +48,7 @@ export class QueryChecker {
   }
 
   /** An error with the span to underline: from its position to the end of the word there. */
-  private underline(sqlText: string, error: { code: string; message: string; position?: number }) {
+  private underline(sqlText: string, error: { code: JobFailureCode; message: string; position?: number }) {
     const message = scrubServerPaths(error.message);
     if (error.position === undefined) return { code: error.code, message, line: null, column: null, start: null, end: null };
     const start = error.position;

@@ -8,6 +8,7 @@ import type { BlobStore } from '../../core/storage/index.ts';
 import type { Logger } from '../../core/logger.ts';
 import { AppError } from '../../core/errors/index.ts';
 import { QueryChecker } from './check.ts';
+import { jobsError } from './errors.ts';
 import { ExternalFetcher, ExternalReadPlanner, type ExternalReadOptions } from './external/index.ts';
 import { QueryPlanner } from './planner.ts';
 import { JobRepo } from './repo.ts';
@@ -74,7 +75,7 @@ export function createJobsService(options: JobsOptions) {
     const refusal = await planner.refuseExternalReads(caller, sqlText);
     if (!refusal) return undefined;
     const span = refusal.position === undefined ? undefined : { start: refusal.position, end: literalEnd(sqlText, refusal.position) };
-    return new AppError(refusal.status, refusal.code, refusal.message, { extra: span ? placeOf(sqlText, span) : {} });
+    return jobsError(refusal.code, refusal.message, { extra: span ? placeOf(sqlText, span) : {} });
   };
   const jobs = new JobsService({
     repo,

@@ -6,6 +6,7 @@ import { FILE_OR_ENVIRONMENT_FUNCTIONS, lineColumn, tokenizeSql, type FunctionRe
 import type { SandboxView } from '../../core/engine/index.ts';
 import { AppError, scrubServerPaths } from '../../core/errors/index.ts';
 import type { BlobStore } from '../../core/storage/index.ts';
+import type { JobFailure, JobFailureCode } from './errors.ts';
 import { EXTERNAL_READERS, ExternalReadRefusal, renderRead, type ExternalRead, type ExternalReadPlanner } from './external/index.ts';
 import type { ParamValue } from './types.ts';
 
@@ -23,7 +24,7 @@ export interface PreparedQuery {
   toOriginal(offset: number): number | undefined;
 }
 
-export type Prepared = { ok: true; query: PreparedQuery } | { ok: false; error: JobError };
+export type Prepared = { ok: true; query: PreparedQuery } | { ok: false; error: JobFailure };
 
 export interface Caller {
   identity: string;
@@ -31,7 +32,7 @@ export interface Caller {
 }
 
 /** A job's error as stored and shown: DuckDB's messages may name server paths, which are scrubbed. */
-export function jobError(sqlText: string, code: string, message: string, position?: number): JobError {
+export function jobError(sqlText: string, code: JobFailureCode, message: string, position?: number): JobFailure {
   message = scrubServerPaths(message);
   if (position === undefined) return { code, message };
   return { code, message, position, ...lineColumn(sqlText, position) };
@@ -144,7 +145,7 @@ export class QueryPlanner {
   }
 
   async prepare(caller: Caller, sqlText: string, values: Record<string, ParamValue>, options: { withFiles: boolean }): Promise<Prepared> {
-    const fail = (code: string, message: string, position?: number): Prepared => ({ ok: false, error: jobError(sqlText, code, message, position) });
+    const fail = (code: JobFailureCode, message: string, position?: number): Prepared => ({ ok: false, error: jobError(sqlText, code, message, position) });
     const analysis = await this.analyzer.analyze(sqlText);
     if (analysis.kind === 'refused') return fail(analysis.code, analysis.message, analysis.position);
     if (analysis.kind === 'lakeport') return fail('STATEMENT_NOT_SUPPORTED', `${analysis.statement.replace('_', ' ').toUpperCase()} is not available in this version of Lakeport`);

@@ -1,6 +1,7 @@
 import { sql, type InsertObject, type Insertable, type Selectable } from 'kysely';
 import type { Database, Db, JobError, JobsTable, VariablesTable } from '../../core/db/index.ts';
 import type { ParamValue } from './types.ts';
+import type { JobFailure } from './errors.ts';
 
 export type JobRow = Selectable<JobsTable>;
 /** What a finish changes on a job's row. */
@@ -152,7 +153,7 @@ export class JobRepo {
   async finish(
     executionId: string,
     workerId: string,
-    outcome: { status: 'succeeded' | 'failed' | 'cancelled'; error?: JobError; result_key?: string; result_bytes?: number; row_count?: number; columns?: { name: string; type: string }[] },
+    outcome: { status: 'succeeded' | 'failed' | 'cancelled'; error?: JobFailure; result_key?: string; result_bytes?: number; row_count?: number; columns?: { name: string; type: string }[] },
   ): Promise<FinishedColumns | undefined> {
     return this.db.kysely
       .updateTable('jobs')
@@ -176,7 +177,7 @@ export class JobRepo {
   async requestCancel(executionId: string): Promise<JobRow | undefined> {
     await this.db.kysely
       .updateTable('jobs')
-      .set({ status: 'cancelled', finished_at: new Date(), error: JSON.stringify({ code: 'CANCELLED', message: 'Cancelled before it started' }) })
+      .set({ status: 'cancelled', finished_at: new Date(), error: JSON.stringify({ code: 'CANCELLED', message: 'Cancelled before it started' } satisfies JobFailure) })
       .where('execution_id', '=', executionId)
       .where('status', '=', 'queued')
       .execute();
@@ -203,7 +204,7 @@ export class JobRepo {
       .set((eb) => ({
         status: eb.case().when('cancel_requested', '=', true).then(sql.lit('cancelled')).else(sql.lit('failed')).end() as never,
         finished_at: new Date(),
-        error: JSON.stringify({ code: 'WORKER_LOST', message: 'The worker running this job stopped; it was not retried again' }),
+        error: JSON.stringify({ code: 'WORKER_LOST', message: 'The worker running this job stopped; it was not retried again' } satisfies JobFailure),
       }))
       .where('status', '=', 'running')
       .where('heartbeat_at', '<', staleBefore)

@@ -8,6 +8,7 @@ import type { Ingestor } from '../../core/engine/index.ts';
 import { AppError, RequestValidationError, scrubServerPaths } from '../../core/errors/index.ts';
 import type { Logger } from '../../core/logger.ts';
 import type { BlobStore } from '../../core/storage/index.ts';
+import { jobsError } from './errors.ts';
 import type { JobRepo, JobRow } from './repo.ts';
 import type { LakeportStatements } from './statements/index.ts';
 import type { ParamValue } from './types.ts';
@@ -97,7 +98,7 @@ export class JobsService {
    */
   private async own(caller: Principal, executionId: string, known?: JobRow): Promise<JobRow> {
     const job = known ?? (await this.deps.repo.get(executionId));
-    if (!job || !mayAccessOwned(caller, job)) throw AppError.notFound(`No job ${executionId}`, 'JOB_NOT_FOUND');
+    if (!job || !mayAccessOwned(caller, job)) throw jobsError('JOB_NOT_FOUND', `No job ${executionId}`);
     return job;
   }
 
@@ -159,11 +160,11 @@ export class JobsService {
 
   private async finished(caller: Principal, executionId: string): Promise<JobRow & { result_key: string }> {
     const job = await this.own(caller, executionId, this.deps.pool.finishedHere(executionId));
-    if (job.status === 'queued' || job.status === 'running') throw AppError.conflict(`Job ${executionId} is still ${job.status}; poll its status_url`, 'JOB_IN_PROGRESS');
+    if (job.status === 'queued' || job.status === 'running') throw jobsError('JOB_IN_PROGRESS', `Job ${executionId} is still ${job.status}; poll its status_url`);
     if (job.status === 'succeeded' && job.results_expired_at) {
-      throw new AppError(410, 'RESULTS_EXPIRED', `The results of job ${executionId} were removed at ${job.results_expired_at.toISOString()}, after their retention time; run the query again`);
+      throw jobsError('RESULTS_EXPIRED', `The results of job ${executionId} were removed at ${job.results_expired_at.toISOString()}, after their retention time; run the query again`);
     }
-    if (job.status !== 'succeeded' || !job.result_key) throw AppError.conflict(`Job ${executionId} ${job.status}; it has no results`, 'JOB_HAS_NO_RESULTS');
+    if (job.status !== 'succeeded' || !job.result_key) throw jobsError('JOB_HAS_NO_RESULTS', `Job ${executionId} ${job.status}; it has no results`);
     return job as JobRow & { result_key: string };
   }
 

@@ -2,12 +2,13 @@ import crypto from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import type { JobError } from '../../core/db/index.ts';
 import { silentLogger, type Logger } from '../../core/logger.ts';
+import type { JobFailure } from './errors.ts';
 import type { JobRepo, JobRow } from './repo.ts';
 
 /** What running one job produced. */
 export type JobOutcome =
   | { status: 'succeeded'; result_key: string; result_bytes: number; row_count: number; columns: { name: string; type: string }[] }
-  | { status: 'failed' | 'cancelled'; error: JobError }
+  | { status: 'failed' | 'cancelled'; error: JobFailure }
   /** The engine died under the job: it goes back to the queue (the runner decides how it runs next). */
   | { status: 'requeue'; reason: string };
 

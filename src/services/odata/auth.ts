@@ -2,8 +2,9 @@ import crypto from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { LRUCache } from 'lru-cache';
 import type { Principal } from '../../core/authz/index.ts';
-import { AppError } from '../../core/errors/index.ts';
+import { AppError, isAppError } from '../../core/errors/index.ts';
 import { authenticateScoped, type TokenVerifier } from '../../core/http/index.ts';
+import { odataError } from './errors.ts';
 
 /** Checks a machine credential's client_id and secret (as the token endpoint does, throttled per client and source address). */
 export interface ClientAuthenticator {
@@ -21,8 +22,8 @@ const CHALLENGE = { 'www-authenticate': 'Bearer realm="lakeport", Basic realm="l
 const SCOPE = 'odata';
 const BASIC_RECHECK_MS = 5_000;
 
-function unauthorized(detail: string, code = 'UNAUTHORIZED'): AppError {
-  return new AppError(401, code, detail, { headers: CHALLENGE });
+function unauthorized(detail: string, code: 'UNAUTHORIZED' | 'INVALID_TOKEN' | 'INVALID_CREDENTIALS' = 'UNAUTHORIZED'): AppError {
+  return odataError(code, detail, { headers: CHALLENGE });
 }
 
 async function basicPrincipal(clients: ClientAuthenticator, encoded: string, sourceAddress: string | undefined): Promise<Principal> {
@@ -35,10 +36,10 @@ async function basicPrincipal(clients: ClientAuthenticator, encoded: string, sou
   } catch (error) {
     if (error instanceof AppError && error.status === 401) throw unauthorized('Unknown client, wrong secret, or a revoked or expired credential', 'INVALID_CREDENTIALS');
     // Throttled (429 + Retry-After): Lakeport's {detail, code}, without the token endpoint's OAuth fields.
-    if (error instanceof AppError && error.status === 429) throw new AppError(429, error.code, error.message, { headers: error.headers });
+    if (isAppError(error, 'TOO_MANY_REQUESTS')) throw odataError('TOO_MANY_REQUESTS', error.message, { headers: error.headers });
     throw error;
   }
-  if (!credential.scopes.includes(SCOPE)) throw AppError.forbidden(`This credential lacks the '${SCOPE}' scope`, 'INSUFFICIENT_SCOPE');
+  if (!credential.scopes.includes(SCOPE)) throw odataError('INSUFFICIENT_SCOPE', `This credential lacks the '${SCOPE}' scope`);
   return {
     identity: credential.client_id,
     scopes: credential.scopes,
@@ -73,7 +74,7 @@ export function requireODataAuth(verifier: TokenVerifier, clients: ClientAuthent
     try {
       request.principal = await authenticateScoped(verifier, request, SCOPE);
     } catch (error) {
-      if (error instanceof AppError && error.status === 401) throw unauthorized(error.message, error.code);
+      if (isAppError(error, 'UNAUTHORIZED', 'INVALID_TOKEN')) throw unauthorized(error.message, error.code);
       throw error;
     }
   };

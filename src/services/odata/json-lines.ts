@@ -1,5 +1,6 @@
 import fs from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { isNotFoundError } from '../../core/files.ts';
 
 const NEWLINE = 10;
 const COMMA = 44;
@@ -177,7 +178,7 @@ export class JsonLinesFile {
     } catch (error) {
       this.opening = undefined;
       // The writer creates the file when it starts (it may have started and finished since this open failed).
-      if ((error as NodeJS.ErrnoException).code === 'ENOENT' && !writerDone) return 0;
+      if (isNotFoundError(error) && !writerDone) return 0;
       throw error;
     }
     return (await handle.read(buffer, at, length, position)).bytesRead;

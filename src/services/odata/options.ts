@@ -1,4 +1,4 @@
-import { AppError } from '../../core/errors/index.ts';
+import { odataError, type ODATA_ERRORS } from './errors.ts';
 
 export const MAX_TOP = 25_000;
 export const DEFAULT_TOP = 100;
@@ -27,13 +27,9 @@ const EXPRESSIONS = ['$filter', '$select', '$orderby', '$apply'] as const;
 const NOT_IMPLEMENTED = new Set(['$search', '$expand']);
 const KNOWN = new Set<string>([...EXPRESSIONS, '$top', '$skip', '$count', '$format', '$skiptoken']);
 
-function bad(code: string, detail: string): AppError {
-  return AppError.badRequest(detail, code);
-}
-
-function integer(name: string, text: string, min: number, max: number, code: string): number {
+function integer(name: string, text: string, min: number, max: number, code: keyof typeof ODATA_ERRORS): number {
   if (!/^\d{1,16}$/.test(text.trim()) || Number(text) < min || Number(text) > max) {
-    throw bad(code, `${name} must be a whole number from ${min} to ${max}, not ${JSON.stringify(text)}`);
+    throw odataError(code, `${name} must be a whole number from ${min} to ${max}, not ${JSON.stringify(text)}`);
   }
   return Number(text);
 }
@@ -44,7 +40,7 @@ export function checkFormat(query: Record<string, unknown>, served: 'json' | 'xm
   if (format === undefined) return;
   const type = typeof format === 'string' ? format.split(';')[0].trim().toLowerCase() : '';
   if (type !== served && type !== `application/${served}`) {
-    throw new AppError(406, 'UNSUPPORTED_FORMAT', `$format=${String(format)} is not served here: use $format=${served} (the default)`);
+    throw odataError('UNSUPPORTED_FORMAT', `$format=${String(format)} is not served here: use $format=${served} (the default)`);
   }
 }
 
@@ -53,18 +49,18 @@ export function parseRowsOptions(query: Record<string, unknown>): RowsOptions {
   const text: Record<string, string> = {};
   for (const [name, value] of Object.entries(query)) {
     if (!name.startsWith('$')) continue; // custom query options are ignored, as OData allows
-    if (NOT_IMPLEMENTED.has(name)) throw new AppError(501, 'NOT_IMPLEMENTED', `${name} is not implemented`);
-    if (!KNOWN.has(name)) throw bad('UNSUPPORTED_QUERY_OPTION', `Unknown query option ${name} (query options are case-sensitive)`);
-    if (typeof value !== 'string') throw bad('DUPLICATE_QUERY_OPTION', `${name} may be given only once`);
+    if (NOT_IMPLEMENTED.has(name)) throw odataError('NOT_IMPLEMENTED', `${name} is not implemented`);
+    if (!KNOWN.has(name)) throw odataError('UNSUPPORTED_QUERY_OPTION', `Unknown query option ${name} (query options are case-sensitive)`);
+    if (typeof value !== 'string') throw odataError('DUPLICATE_QUERY_OPTION', `${name} may be given only once`);
     text[name] = value;
   }
   checkFormat(text, 'json');
   const count = text.$count;
-  if (count !== undefined && count !== 'true' && count !== 'false') throw bad('INVALID_COUNT', `$count must be true or false, not ${JSON.stringify(count)}`);
-  if (text.$skip !== undefined && /^\s*-/.test(text.$skip)) throw bad('INVALID_SKIP', '$skip must not be negative');
+  if (count !== undefined && count !== 'true' && count !== 'false') throw odataError('INVALID_COUNT', `$count must be true or false, not ${JSON.stringify(count)}`);
+  if (text.$skip !== undefined && /^\s*-/.test(text.$skip)) throw odataError('INVALID_SKIP', '$skip must not be negative');
   const skip = text.$skip === undefined ? 0 : integer('$skip', text.$skip, 0, 999_999_999, 'INVALID_SKIP');
   if (text.$skip !== undefined && !text.$orderby?.trim()) {
-    throw bad('SKIP_WITHOUT_ORDERBY', '$skip needs $orderby, so the rows it skips are well defined (server-driven paging needs neither: follow @odata.nextLink)');
+    throw odataError('SKIP_WITHOUT_ORDERBY', '$skip needs $orderby, so the rows it skips are well defined (server-driven paging needs neither: follow @odata.nextLink)');
   }
   return {
     filter: nonEmpty(text.$filter),
@@ -84,7 +80,7 @@ export function parseSkiptoken(text: string | undefined): Pick<RowsOptions, 'ski
   const match = /^(\d{1,16})(?:\.(\d{1,16}))?$/.exec(text.trim());
   const [row, rows] = [Number(match?.[1]), Number(match?.[2] ?? 0)];
   if (!match || row > Number.MAX_SAFE_INTEGER || rows > Number.MAX_SAFE_INTEGER) {
-    throw bad('INVALID_SKIPTOKEN', `$skiptoken must be a token taken from an @odata.nextLink, not ${JSON.stringify(text)}`);
+    throw odataError('INVALID_SKIPTOKEN', `$skiptoken must be a token taken from an @odata.nextLink, not ${JSON.stringify(text)}`);
   }
   return { skiptoken: row, skiptokenRows: rows };
 }

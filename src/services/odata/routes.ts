@@ -1,7 +1,7 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { principalOf, type TokenVerifier } from '../../core/http/index.ts';
 import { formatSelector, refOf } from '../../core/catalog/index.ts';
-import { AppError } from '../../core/errors/index.ts';
+import { odataError } from './errors.ts';
 import { requireODataAuth, type ClientAuthenticator } from './auth.ts';
 import { buildMetadataDocument, buildServiceDocument, entitySetName, llmsTxt } from './metadata/index.ts';
 import { checkFormat, parseRowsOptions } from './options.ts';
@@ -112,8 +112,8 @@ export const odataRoutes =
       );
 
       api.all('/api/v4/*', { schema: { hide: true } }, async (request) => {
-        if (request.method !== 'GET' && request.method !== 'HEAD') throw new AppError(405, 'METHOD_NOT_ALLOWED', 'The OData service is read-only: use GET');
-        throw AppError.notFound(`No OData resource at ${request.url.split('?')[0]}`);
+        if (request.method !== 'GET' && request.method !== 'HEAD') throw odataError('METHOD_NOT_ALLOWED', 'The OData service is read-only: use GET');
+        throw odataError('NOT_FOUND', `No OData resource at ${request.url.split('?')[0]}`);
       });
     });
   };

@@ -5,6 +5,7 @@ import type { RowReader } from '../../core/engine/row-reader.ts';
 import { AppError } from '../../core/errors/index.ts';
 import type { BlobStore } from '../../core/storage/index.ts';
 import type { WorkspaceDirectory } from '../accounts/index.ts';
+import { odataError } from './errors.ts';
 import { entitySetName, findEntitySet, lakeportType, propertyNames, supportsVersions } from './metadata/index.ts';
 import type { DatasetAccessLookup } from './lookup.ts';
 import type { DatasetVersion, ODataColumn } from './model.ts';
@@ -36,7 +37,7 @@ export function parseAddress(workspace: string, collection: string, datasetSegme
   try {
     return { ref: normalizeRef({ workspace, collection, dataset: name }), selector, label };
   } catch {
-    throw AppError.notFound(`Dataset ${workspace}/${collection}/${name} does not exist`, 'DATASET_NOT_FOUND');
+    throw odataError('DATASET_NOT_FOUND', `Dataset ${workspace}/${collection}/${name} does not exist`);
   }
 }
 
@@ -99,7 +100,7 @@ export class ODataService {
     }
     const readable = (await this.readableDatasets(caller)).map(({ dataset }) => refOf(dataset));
     const ref = findEntitySet(name, readable);
-    if (!ref) throw AppError.notFound(`No entity set named ${JSON.stringify(name)} among the datasets you may read`, 'DATASET_NOT_FOUND');
+    if (!ref) throw odataError('DATASET_NOT_FOUND', `No entity set named ${JSON.stringify(name)} among the datasets you may read`);
     return parseAddress(ref.workspace, ref.collection, ref.dataset + rest);
   }
 
@@ -110,7 +111,7 @@ export class ODataService {
       return await Promise.all(readable.map(({ dataset, role, policies }) => this.versionOf(dataset, { kind: 'current' }, role, policies, { tags: true })));
     } catch (error) {
       if (error instanceof AppError && error.status < 500) throw error;
-      throw new AppError(504, 'CATALOG_UNAVAILABLE', 'The datasets could not be enumerated; try again shortly');
+      throw odataError('CATALOG_UNAVAILABLE', 'The datasets could not be enumerated; try again shortly');
     }
   }
 
@@ -125,13 +126,13 @@ export class ODataService {
     const { grants, workspaceActive: active, dataset } = await this.deps.access.find(caller.identity, ref);
     const [access] = this.deps.authz.accessFrom(caller, grants, [ref]);
     if (access.role === null || !roleAtLeast(access.role, 'reader')) {
-      throw AppError.forbidden(`'${caller.identity}' may not read ${ref.workspace}/${ref.collection}/${ref.dataset}`, 'PERMISSION_DENIED');
+      throw odataError('PERMISSION_DENIED', `'${caller.identity}' may not read ${ref.workspace}/${ref.collection}/${ref.dataset}`);
     }
-    if (!active || !dataset) throw AppError.notFound(`Dataset ${ref.workspace}/${ref.collection}/${ref.dataset} does not exist`, 'DATASET_NOT_FOUND');
+    if (!active || !dataset) throw odataError('DATASET_NOT_FOUND', `Dataset ${ref.workspace}/${ref.collection}/${ref.dataset} does not exist`);
     if (!supportsVersions(dataset)) {
-      throw AppError.badRequest(
-        `${ref.workspace}/${ref.collection}/${ref.dataset} is a ${dataset.kind} dataset without snapshot versions; OData cannot serve it`,
+      throw odataError(
         'DATASET_NOT_VERSIONED',
+        `${ref.workspace}/${ref.collection}/${ref.dataset} is a ${dataset.kind} dataset without snapshot versions; OData cannot serve it`,
       );
     }
     return this.versionOf(dataset, selector, access.role, access.patterns, options);

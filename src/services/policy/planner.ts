@@ -1,5 +1,6 @@
 import { formatPattern, parsePattern, roleAtLeast, type Authorizer, type Pattern, type Principal, type Role } from '../../core/authz/index.ts';
-import { AppError } from '../../core/errors/index.ts';
+import type { AppError } from '../../core/errors/index.ts';
+import { policyError } from './errors.ts';
 import { requireLiveWorkspace, type WorkspaceDirectory } from '../accounts/index.ts';
 import type { NewPolicy, PolicyExecutor, PolicyRow, PolicyStore } from './store.ts';
 
@@ -35,14 +36,14 @@ export interface AppliedPolicyChange {
 }
 
 export function policyNotFound(workspace: string, policyId: string): AppError {
-  return AppError.notFound(`No policy ${policyId} in workspace '${workspace}'`, 'POLICY_NOT_FOUND');
+  return policyError('POLICY_NOT_FOUND', `No policy ${policyId} in workspace '${workspace}'`);
 }
 
 export function policyExists(existing: PolicyRow): AppError {
   const { principal, role, pattern, policy_id: id } = existing;
-  return AppError.conflict(
-    `${principal} already holds ${role} on ${pattern} (policy ${id}): change that policy's role instead, or REVOKE ${role} ON ${pattern} FROM ${principal} first`,
+  return policyError(
     'POLICY_EXISTS',
+    `${principal} already holds ${role} on ${pattern} (policy ${id}): change that policy's role instead, or REVOKE ${role} ON ${pattern} FROM ${principal} first`,
   );
 }
 
@@ -73,7 +74,9 @@ export class PolicyPlanner {
   async plan(caller: Principal, workspace: string, change: PolicyChange): Promise<PolicyPlan> {
     await this.admit(caller, workspace, change);
     await requireLiveWorkspace(this.workspaces, workspace);
-    return { caller, workspace, change, effect: await this.judge(caller, workspace, change) };
+    // Under the lock as well: every rule is judged on one state of the policies, a concurrent write wholly before or after.
+    const effect = await this.store.locked(workspace, (trx) => this.judge(caller, workspace, change, trx));
+    return { caller, workspace, change, effect };
   }
 
   async apply(plan: PolicyPlan): Promise<AppliedPolicyChange> {
@@ -104,7 +107,7 @@ export class PolicyPlanner {
   /** Throws 403 unless the caller holds some policy in the workspace (whether or not the workspace exists). */
   async requireAnyGrant(caller: Principal, workspace: string): Promise<void> {
     if (!(await this.store.hasAny(caller.identity, workspace))) {
-      throw AppError.forbidden(`'${caller.identity}' has no access to workspace '${workspace}'`, 'PERMISSION_DENIED');
+      throw policyError('PERMISSION_DENIED', `'${caller.identity}' has no access to workspace '${workspace}'`);
     }
   }
 
@@ -113,7 +116,7 @@ export class PolicyPlanner {
     const grants = await this.store.grantsOf(caller.identity, pattern.workspace, q);
     const held = this.authz.requireFrom(caller, grants, 'admin', { workspace: pattern.workspace, collection: pattern.collection, dataset: pattern.dataset });
     if (!roleAtLeast(held, role)) {
-      throw AppError.forbidden(`An ${held} cannot grant, change or revoke the ${role} role: nobody grants above their own role, and only owners grant owner`, 'ROLE_ABOVE_OWN');
+      throw policyError('ROLE_ABOVE_OWN', `An ${held} cannot grant, change or revoke the ${role} role: nobody grants above their own role, and only owners grant owner`);
     }
   }
 
@@ -144,7 +147,7 @@ export class PolicyPlanner {
         const { target } = change;
         const current = await this.current(workspace, target, q);
         if ('role' in target && current.role !== target.role) {
-          throw AppError.conflict(`${current.principal} holds ${current.role} on ${current.pattern}, not ${target.role}: revoke ${current.role} instead`, 'ROLE_MISMATCH');
+          throw policyError('ROLE_MISMATCH', `${current.principal} holds ${current.role} on ${current.pattern}, not ${target.role}: revoke ${current.role} instead`);
         }
         await this.requireAuthority(caller, parsePattern(current.pattern)!, current.role, q);
         await this.requireOwnerRemains(current, q);
@@ -161,7 +164,7 @@ export class PolicyPlanner {
     }
     const pattern = formatPattern(target.pattern);
     const row = await this.store.find(workspace, { principal: target.principal, pattern }, q);
-    if (!row) throw AppError.notFound(`${target.principal} holds no grant on ${pattern}; nothing to revoke`, 'POLICY_NOT_FOUND');
+    if (!row) throw policyError('POLICY_NOT_FOUND', `${target.principal} holds no grant on ${pattern}; nothing to revoke`);
     return row;
   }
 
@@ -170,7 +173,7 @@ export class PolicyPlanner {
     const whole = `${losing.workspace}.*`;
     if (losing.role !== 'owner' || losing.pattern !== whole) return;
     if (!(await this.store.hasOtherOwner(losing.workspace, whole, losing.policy_id, q))) {
-      throw AppError.conflict(`This is the last owner policy of '${whole}'; grant another owner first`, 'LAST_OWNER');
+      throw policyError('LAST_OWNER', `This is the last owner policy of '${whole}'; grant another owner first`);
     }
   }
 }

@@ -1,6 +1,7 @@
 import { stringify } from 'csv-stringify/sync';
 import { parsePattern, patternMatches, PATTERN_HINT, type Authorizer, type Pattern, type Principal, type Resource, type Role } from '../../core/authz/index.ts';
-import { AppError, RequestValidationError } from '../../core/errors/index.ts';
+import { RequestValidationError } from '../../core/errors/index.ts';
+import { policyError } from './errors.ts';
 import { requireLiveWorkspace, type WorkspaceDirectory } from '../accounts/index.ts';
 import { policyExists, policyNotFound, type AppliedPolicyChange, type PolicyChange, type PolicyPlan, type PolicyPlanner } from './planner.ts';
 import type { PolicyRow, PolicyStore } from './store.ts';
@@ -127,12 +128,12 @@ export class PolicyService {
     const found = await this.deps.workspaces.find(workspace);
     const record = found?.live ? found : undefined;
     if (caller.kind === 'identity' && !(record && (await this.deps.directory.isActiveBillingAdmin(caller.identity, record.billingAccount)))) {
-      throw AppError.forbidden(
-        `Genesis is a trusted bootstrap: only the admin token or a billing_admin of the workspace's billing account may call it`,
+      throw policyError(
         'GENESIS_NOT_ALLOWED',
+        `Genesis is a trusted bootstrap: only the admin token or a billing_admin of the workspace's billing account may call it`,
       );
     }
-    if (!record) throw AppError.notFound(`Workspace '${workspace}' does not exist`, 'WORKSPACE_NOT_FOUND');
+    if (!record) throw policyError('WORKSPACE_NOT_FOUND', `Workspace '${workspace}' does not exist`);
     if (!grants.some((g) => g.role === 'owner')) {
       throw RequestValidationError.at(['body', 'grants'], 'at least one grant must have the owner role');
     }

@@ -2,7 +2,7 @@ import { sql, type Insertable, type Kysely, type Selectable } from 'kysely';
 import type { Grant, GrantSource, Role } from '../../core/authz/index.ts';
 import { newId } from '../../core/crypto/index.ts';
 import type { Database, Db, PoliciesTable } from '../../core/db/index.ts';
-import { AppError } from '../../core/errors/index.ts';
+import { policyError } from './errors.ts';
 
 export type PolicyRow = Selectable<PoliciesTable>;
 /** A policy about to be made (its id and times are the store's). */
@@ -89,7 +89,7 @@ export class PolicyStore implements GrantSource {
   async genesis(workspace: string, grants: { identity: string; role: Role }[], createdBy: string): Promise<PolicyRow[]> {
     return this.locked(workspace, async (trx) => {
       const any = await trx.selectFrom('policies').select('policy_id').where('workspace', '=', workspace).limit(1).executeTakeFirst();
-      if (any) throw AppError.conflict(`Workspace '${workspace}' already has policies; genesis runs once`, 'GENESIS_ALREADY_DONE');
+      if (any) throw policyError('GENESIS_ALREADY_DONE', `Workspace '${workspace}' already has policies; genesis runs once`);
       const unique = new Map(grants.map((g) => [g.identity, g.role]));
       return trx
         .insertInto('policies')

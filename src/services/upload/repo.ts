@@ -1,6 +1,7 @@
 import type { Insertable, Kysely, Selectable } from 'kysely';
 import type { ContractState, Database, Db, UploadContractsTable, UploadWritePartsTable, UploadWritesTable } from '../../core/db/index.ts';
-import { AppError } from '../../core/errors/index.ts';
+import type { AppError } from '../../core/errors/index.ts';
+import { uploadError } from './errors.ts';
 
 export type ContractRow = Selectable<UploadContractsTable>;
 export type WriteRow = Selectable<UploadWritesTable>;
@@ -12,7 +13,7 @@ const PART_BATCH = 1000;
 type Executor = Kysely<Database>;
 
 function committed(contractId: string): AppError {
-  return new AppError(409, 'CONTRACT_COMMITTED', `Contract ${contractId} is committed; negotiate a new one`);
+  return uploadError('CONTRACT_COMMITTED', `Contract ${contractId} is committed; negotiate a new one`);
 }
 
 /**
@@ -59,7 +60,7 @@ export class UploadRepo {
   /** Locks the contract for a change of its writes: 404 when it is gone, 409 when it is committed. */
   private async lockOpen(trx: Executor, contractId: string): Promise<void> {
     const state = await this.lockState(trx, contractId);
-    if (state === undefined) throw new AppError(404, 'CONTRACT_NOT_FOUND', `No contract ${contractId}`);
+    if (state === undefined) throw uploadError('CONTRACT_NOT_FOUND', `No contract ${contractId}`);
     if (state === 'committed') throw committed(contractId);
   }
 

@@ -7,9 +7,10 @@ import type { Readable } from 'node:stream';
 import multipart from '@fastify/multipart';
 import type { FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod, ZodTypeProvider } from 'fastify-type-provider-zod';
-import { AppError, RequestValidationError } from '../../core/errors/index.ts';
 import { z } from 'zod';
+import { RequestValidationError } from '../../core/errors/index.ts';
 import { jsonTooDeep, principalOf, refuseNul, requireAuth, jsonTooDeepError, type TokenVerifier } from '../../core/http/index.ts';
+import { uploadError } from './errors.ts';
 import * as S from './schemas.ts';
 import type { Sample, UploadService } from './service.ts';
 
@@ -41,7 +42,7 @@ async function readNegotiation(request: FastifyRequest, scratch: string, sampleM
     const name = path.basename(part.filename || part.fieldname);
     const file = path.join(scratch, `sample-${crypto.randomUUID()}`);
     await pipeline(part.file, fs.createWriteStream(file));
-    if (part.file.truncated) throw new AppError(413, 'SAMPLE_TOO_LARGE', `The sample of ${name} is over ${sampleMaxBytes} bytes; send a prefix (CSV/JSONL) or the footer (Parquet)`);
+    if (part.file.truncated) throw uploadError('SAMPLE_TOO_LARGE', `The sample of ${name} is over ${sampleMaxBytes} bytes; send a prefix (CSV/JSONL) or the footer (Parquet)`);
     samples.push({ name, path: file });
   }
   const parsed = S.ContractRequest.safeParse(contract);

@@ -6,9 +6,10 @@ import { mayAccessOwned, type Authorizer, type Principal } from '../../core/auth
 import { normalizeRef, type Catalog, type ColumnDef, type Dataset, type DatasetRef, type Executor, type Snapshot } from '../../core/catalog/index.ts';
 import { newId } from '../../core/crypto/index.ts';
 import { FileShapeError, normalizeType, physicalType, ValueNotStorableError, type FileFormat, type Ingestor, type ReadOptions, type SourceColumn } from '../../core/engine/index.ts';
-import { AppError, RequestValidationError } from '../../core/errors/index.ts';
 import type { Logger } from '../../core/logger.ts';
+import { AppError, isAppError, RequestValidationError } from '../../core/errors/index.ts';
 import type { BlobStore } from '../../core/storage/index.ts';
+import { uploadError, type UPLOAD_ERRORS } from './errors.ts';
 import { planContract, type Issue, type Overrides, type PlanEntry, type SampledFile, type TargetColumnDef } from './plan.ts';
 import type { ContractRow, UploadRepo, WriteRow } from './repo.ts';
 import type { CommitResult, ContractRequest } from './schemas.ts';
@@ -59,7 +60,6 @@ export interface Sample {
 }
 
 const PARQUET_MAGIC = Buffer.from('PAR1');
-const STALE_CODES = new Set(['DEFINITION_CONFLICT', 'ALREADY_EXISTS']);
 
 export function formatOf(name: string, declared?: string): FileFormat {
   if (declared === 'csv' || declared === 'jsonl' || declared === 'parquet') return declared;
@@ -80,8 +80,8 @@ function catalogColumn(c: TargetColumnDef): ColumnDef {
   return c.type === 'IPV4' ? { ...column, type: physicalType(c.type), logical_type: 'ipv4' } : column;
 }
 
-function contractError(status: number, code: string, detail: string, extra: Record<string, unknown> = {}) {
-  return new AppError(status, code, detail, { extra });
+function contractError(code: keyof typeof UPLOAD_ERRORS, detail: string, extra: Record<string, unknown> = {}) {
+  return uploadError(code, detail, { extra });
 }
 
 /** The answer of a contract's commit (the first, and every repeat of it). */
@@ -122,7 +122,7 @@ export class UploadService {
   async negotiate(caller: Principal, request: ContractRequest, samples: Sample[]) {
     const ref = this.destination(request.destination);
     await this.deps.authz.require(caller, 'writer', { workspace: ref.workspace, collection: ref.collection, dataset: ref.dataset });
-    if (!(await this.deps.catalog.findNamespace(ref.workspace))) throw AppError.notFound(`Workspace '${ref.workspace}' does not exist`, 'WORKSPACE_NOT_FOUND');
+    if (!(await this.deps.catalog.findNamespace(ref.workspace))) throw uploadError('WORKSPACE_NOT_FOUND', `Workspace '${ref.workspace}' does not exist`);
     if (samples.length === 0) throw RequestValidationError.at(['body', 'sample'], 'send one sample part per file (a prefix for CSV/JSONL, the footer for Parquet)');
     const names = new Set<string>();
     for (const s of samples) {
@@ -178,16 +178,16 @@ export class UploadService {
   private resolveMode(requested: string, dataset: Dataset | undefined, request: ContractRequest): 'declared' | 'infer' | 'dataset' {
     const declares = dataset !== undefined && dataset.kind === 'table' && dataset.columns.length > 0;
     if (dataset && dataset.kind !== 'table') {
-      throw contractError(409, 'MODE_NOT_APPLICABLE', `${dataset.workspace}.${dataset.collection}.${dataset.name} is a ${dataset.kind}; uploads go to tables`);
+      throw contractError('MODE_NOT_APPLICABLE', `${dataset.workspace}.${dataset.collection}.${dataset.name} is a ${dataset.kind}; uploads go to tables`);
     }
     switch (requested) {
       case 'auto':
         return declares ? 'dataset' : 'infer';
       case 'infer':
-        if (declares) throw contractError(409, 'MODE_NOT_APPLICABLE', 'The dataset already declares its columns, so there is nothing to infer; use mode dataset (or auto)');
+        if (declares) throw contractError('MODE_NOT_APPLICABLE', 'The dataset already declares its columns, so there is nothing to infer; use mode dataset (or auto)');
         return 'infer';
       case 'dataset':
-        if (!declares) throw contractError(409, 'MODE_NOT_APPLICABLE', 'The dataset does not exist, so it has no columns to use; use mode infer or declared (or auto)');
+        if (!declares) throw contractError('MODE_NOT_APPLICABLE', 'The dataset does not exist, so it has no columns to use; use mode infer or declared (or auto)');
         return 'dataset';
       default:
         if (!request.schema.columns?.length) throw RequestValidationError.at(['body', 'contract', 'schema', 'columns'], 'declared mode needs the columns');
@@ -213,7 +213,7 @@ export class UploadService {
       // A footer sample: DuckDB reads its metadata once the leading magic is put before it.
       const footer = await fsp.readFile(sample.path);
       if (footer.length < 12 || !footer.subarray(-4).equals(PARQUET_MAGIC)) {
-        throw contractError(400, 'SAMPLE_UNREADABLE', `The sample of ${sample.name} is not a Parquet footer (it must end with PAR1)`, { file: sample.name });
+        throw contractError('SAMPLE_UNREADABLE', `The sample of ${sample.name} is not a Parquet footer (it must end with PAR1)`, { file: sample.name });
       }
       file = `${sample.path}.parquet`;
       await fsp.writeFile(file, Buffer.concat([PARQUET_MAGIC, footer]));
@@ -222,7 +222,7 @@ export class UploadService {
       const schema = await this.deps.ingestor.inspect(file, format, options);
       return { name: sample.name, format, columns: schema.columns, values: schema.values };
     } catch (error) {
-      throw contractError(400, 'SAMPLE_UNREADABLE', `The sample of ${sample.name} cannot be read as ${format}: ${(error as Error).message.split('\n')[0]}`, { file: sample.name });
+      throw contractError('SAMPLE_UNREADABLE', `The sample of ${sample.name} cannot be read as ${format}: ${(error as Error).message.split('\n')[0]}`, { file: sample.name });
     }
   }
 
@@ -255,7 +255,7 @@ export class UploadService {
    */
   private async own(caller: Principal, contractId: string): Promise<ContractRow> {
     const row = await this.deps.repo.getContract(contractId);
-    if (!row || !mayAccessOwned(caller, row)) throw contractError(404, 'CONTRACT_NOT_FOUND', `No contract ${contractId}`);
+    if (!row || !mayAccessOwned(caller, row)) throw contractError('CONTRACT_NOT_FOUND', `No contract ${contractId}`);
     return row;
   }
 
@@ -265,8 +265,8 @@ export class UploadService {
   }
 
   private assertOpen(row: ContractRow) {
-    if (row.state === 'committed') throw contractError(409, 'CONTRACT_COMMITTED', `Contract ${row.contract_id} is committed (snapshot ${row.snapshot_id}); negotiate a new one`);
-    if (row.expires_at.getTime() <= Date.now()) throw contractError(410, 'CONTRACT_EXPIRED', `Contract ${row.contract_id} expired at ${row.expires_at.toISOString()}; negotiate a new one`);
+    if (row.state === 'committed') throw contractError('CONTRACT_COMMITTED', `Contract ${row.contract_id} is committed (snapshot ${row.snapshot_id}); negotiate a new one`);
+    if (row.expires_at.getTime() <= Date.now()) throw contractError('CONTRACT_EXPIRED', `Contract ${row.contract_id} expired at ${row.expires_at.toISOString()}; negotiate a new one`);
   }
 
   /** PATCH: retype or decline columns, then re-plan the whole contract. */
@@ -274,7 +274,7 @@ export class UploadService {
     const row = await this.own(caller, contractId);
     this.assertOpen(row);
     if (row.mode === 'dataset' && Object.values(columns).some((c) => c.type !== undefined)) {
-      throw contractError(409, 'CANNOT_RETYPE', 'In dataset mode the dataset declares the types; only declining columns ({"ignore": true}) is possible');
+      throw contractError('CANNOT_RETYPE', 'In dataset mode the dataset declares the types; only declining columns ({"ignore": true}) is possible');
     }
     const known = new Set([...(row.files as SampledFile[]).flatMap((f) => f.columns.map((c) => c.name)), ...((row.declared as ColumnDef[] | null) ?? []).map((c) => c.name)].map((n) => n.toLowerCase()));
     for (const [name, c] of Object.entries(columns)) {
@@ -302,7 +302,7 @@ export class UploadService {
     const row = await this.own(caller, contractId);
     this.assertOpen(row);
     if (fingerprint !== row.schema_fingerprint) {
-      throw contractError(409, 'FINGERPRINT_MISMATCH', `The schema changed since it was shown: the current fingerprint is ${row.schema_fingerprint}; review the plan and accept that one`, { schema_fingerprint: row.schema_fingerprint });
+      throw contractError('FINGERPRINT_MISMATCH', `The schema changed since it was shown: the current fingerprint is ${row.schema_fingerprint}; review the plan and accept that one`, { schema_fingerprint: row.schema_fingerprint });
     }
     const updated = row.state === 'proposed' ? await this.deps.repo.updateContract(contractId, { state: 'accepted' }) : row;
     return this.view(updated, await this.deps.repo.writes(contractId));
@@ -344,13 +344,13 @@ export class UploadService {
   /** Every check a write or commit must pass, the catalog's current definition included. */
   private async assertWritable(caller: Principal, row: ContractRow) {
     this.assertOpen(row);
-    if (row.state === 'proposed') throw contractError(409, 'CONTRACT_NOT_ACCEPTED', `Contract ${row.contract_id} is proposed: review the plan, then PUT accept with schema_fingerprint ${row.schema_fingerprint}`);
+    if (row.state === 'proposed') throw contractError('CONTRACT_NOT_ACCEPTED', `Contract ${row.contract_id} is proposed: review the plan, then PUT accept with schema_fingerprint ${row.schema_fingerprint}`);
     await this.deps.authz.require(caller, 'writer', { workspace: row.workspace, collection: row.collection, dataset: row.dataset });
     const blocking = (row.issues as Issue[]).filter((i) => i.severity === 'blocking');
-    if (blocking.length > 0) throw contractError(409, 'CONTRACT_BLOCKED', `Contract ${row.contract_id} has blocking issues: ${blocking.map((i) => i.code).join(', ')}`, { issues: blocking });
+    if (blocking.length > 0) throw contractError('CONTRACT_BLOCKED', `Contract ${row.contract_id} has blocking issues: ${blocking.map((i) => i.code).join(', ')}`, { issues: blocking });
     if (row.state === 'stale' || (await this.isStale(row))) {
       if (row.state !== 'stale') await this.deps.repo.markStale(row.contract_id);
-      throw contractError(409, 'CONTRACT_STALE', `The definition of ${row.workspace}.${row.collection}.${row.dataset} changed since this contract was agreed; negotiate a new one`);
+      throw contractError('CONTRACT_STALE', `The definition of ${row.workspace}.${row.collection}.${row.dataset} changed since this contract was agreed; negotiate a new one`);
     }
   }
 
@@ -367,7 +367,7 @@ export class UploadService {
     const name = fileName ?? (files.length === 1 ? files[0].name : undefined);
     const file = files.find((f) => f.name === name);
     if (!file) {
-      throw contractError(409, 'FILE_NOT_NEGOTIATED', name ? `File '${name}' was not sampled at negotiation; negotiate it too` : `Name the file with the x-file-name header (one of ${files.map((f) => f.name).join(', ')})`);
+      throw contractError('FILE_NOT_NEGOTIATED', name ? `File '${name}' was not sampled at negotiation; negotiate it too` : `Name the file with the x-file-name header (one of ${files.map((f) => f.name).join(', ')})`);
     }
     await fsp.mkdir(this.deps.scratchDir, { recursive: true });
     const target = row.target as TargetColumnDef[];
@@ -385,11 +385,11 @@ export class UploadService {
         partPath: () => this.deps.blobs.tempPath('.parquet'),
         chunkBytes: this.limits.chunkBytes,
         maxBytes: limit,
-        tooLarge: () => contractError(413, 'FILE_TOO_LARGE', `Files are limited to ${limit} bytes`),
+        tooLarge: () => contractError('FILE_TOO_LARGE', `Files are limited to ${limit} bytes`),
       });
     } catch (error) {
       if (error instanceof ValueNotStorableError) {
-        throw contractError(409, 'VALUE_NOT_STORABLE', `${file.name}: value ${JSON.stringify(error.value)} in column "${error.column}", row ${error.row}, cannot be stored as ${error.type} (${error.message})`, {
+        throw contractError('VALUE_NOT_STORABLE', `${file.name}: value ${JSON.stringify(error.value)} in column "${error.column}", row ${error.row}, cannot be stored as ${error.type} (${error.message})`, {
           file: file.name,
           column: error.column,
           row: error.row,
@@ -398,7 +398,7 @@ export class UploadService {
           reason: error.message,
         });
       }
-      if (error instanceof FileShapeError) throw contractError(409, 'FILE_DIFFERS_FROM_SAMPLE', `${file.name}: ${error.message}`, { file: file.name, ...(error.line === undefined ? {} : { line: error.line }) });
+      if (error instanceof FileShapeError) throw contractError('FILE_DIFFERS_FROM_SAMPLE', `${file.name}: ${error.message}`, { file: file.name, ...(error.line === undefined ? {} : { line: error.line }) });
       throw error;
     }
     const { parts, sourceBytes } = converted;
@@ -472,7 +472,7 @@ export class UploadService {
     const contractId = row.contract_id;
     await this.assertWritable(caller, row);
     const files = await this.deps.repo.writeParts(contractId);
-    if (files.length === 0) throw contractError(409, 'NOTHING_TO_COMMIT', `Contract ${contractId} has no writes yet`);
+    if (files.length === 0) throw contractError('NOTHING_TO_COMMIT', `Contract ${contractId} has no writes yet`);
     const target = row.target as TargetColumnDef[];
     const rowsWritten = files.reduce((n, f) => n + Number(f.rows), 0);
     let response: CommitResult | undefined;
@@ -491,12 +491,12 @@ export class UploadService {
           create: row.dataset_id ? undefined : { ref: { workspace: row.workspace, collection: row.collection, dataset: row.dataset }, definition: { columns: target.map(catalogColumn) } },
           before: async (trx) => {
             const state = await this.deps.repo.lockState(trx, contractId);
-            if (state === undefined) throw contractError(404, 'CONTRACT_NOT_FOUND', `No contract ${contractId}`);
-            if (state === 'committed') throw contractError(409, 'CONTRACT_COMMITTED', `Contract ${contractId} is committed`);
+            if (state === undefined) throw contractError('CONTRACT_NOT_FOUND', `No contract ${contractId}`);
+            if (state === 'committed') throw contractError('CONTRACT_COMMITTED', `Contract ${contractId} is committed`);
             // A write (or a re-plan, or abandoning) that landed since the parts were read changes what is published.
             const now = await this.deps.repo.writeParts(contractId, trx);
             if (now.map((p) => p.path).join('\n') !== files.map((f) => f.path).join('\n')) {
-              throw contractError(409, 'CONTRACT_CHANGED', `The writes of contract ${contractId} changed while it was being committed; commit again`);
+              throw contractError('CONTRACT_CHANGED', `The writes of contract ${contractId} changed while it was being committed; commit again`);
             }
           },
           within: async (trx, snapshot) => {
@@ -506,9 +506,9 @@ export class UploadService {
         },
       );
     } catch (error) {
-      if (error instanceof AppError && STALE_CODES.has(String(error.code))) {
+      if (isAppError(error, 'DEFINITION_CONFLICT', 'ALREADY_EXISTS')) {
         await this.deps.repo.markStale(contractId);
-        throw contractError(409, 'CONTRACT_STALE', `The definition of ${row.workspace}.${row.collection}.${row.dataset} changed since this contract was agreed; negotiate a new one`);
+        throw contractError('CONTRACT_STALE', `The definition of ${row.workspace}.${row.collection}.${row.dataset} changed since this contract was agreed; negotiate a new one`);
       }
       throw error;
     }
@@ -535,14 +535,14 @@ export class UploadService {
     const { repo } = this.deps;
     if (await repo.insertCommitKey(owner, key, contractId)) return undefined;
     const existing = await repo.getCommitKey(owner, key);
-    if (existing.contract_id !== contractId) throw contractError(409, 'IDEMPOTENCY_KEY_REUSED', `Idempotency-Key '${key}' was used for contract ${existing.contract_id}; use a new key`);
+    if (existing.contract_id !== contractId) throw contractError('IDEMPOTENCY_KEY_REUSED', `Idempotency-Key '${key}' was used for contract ${existing.contract_id}; use a new key`);
     if (existing.state === 'done') return (existing.response as CommitResult | null) ?? undefined;
     // A run that died long ago left its key behind; its transaction never committed, so run again.
     if (Date.now() - existing.started_at.getTime() > 5 * 60_000) {
       await repo.restartCommitKey(owner, key);
       return undefined;
     }
-    throw contractError(409, 'COMMIT_IN_PROGRESS', `A commit with Idempotency-Key '${key}' is still running; retry shortly`);
+    throw contractError('COMMIT_IN_PROGRESS', `A commit with Idempotency-Key '${key}' is still running; retry shortly`);
   }
 
 

@@ -11,6 +11,7 @@ import {
   type ExternalStore,
   type ExternalStoreOptions,
 } from '../../../core/storage/external/index.ts';
+import type { JobFailureCode } from '../errors.ts';
 import { checkSecretFits, ExternalReadRefusal, type ExternalRead, type ExternalUrl } from './reads.ts';
 
 export interface ExternalReadOptions {
@@ -37,7 +38,7 @@ export type StoreOpener = (credentials: ExternalCredentials, options?: ExternalS
 /** A read that failed while running: the job fails with this code, at the place of the URL. */
 export class ExternalReadFailure extends Error {
   constructor(
-    readonly code: string,
+    readonly code: JobFailureCode,
     message: string,
     readonly position?: number,
   ) {

@@ -1,6 +1,7 @@
 import type { ArgValue, FunctionArg, FunctionRef } from '../../../core/engine/index.ts';
 import { quoteString } from '../../../core/engine/index.ts';
 import type { SecretType } from '../../../core/db/index.ts';
+import { JOBS_ERRORS, type ExternalRefusalCode } from '../errors.ts';
 
 /**
  * READ_PARQUET / READ_CSV / READ_JSONL('<scheme>://bucket/prefix/…', credentials => '<workspace>.<secret>')
@@ -55,14 +56,17 @@ export interface ExternalRead {
 
 /** A READ_* call the job service refuses before anything is fetched (submit, check or plan time). */
 export class ExternalReadRefusal extends Error {
+  /** The HTTP status of its code, when refused at submit. */
+  readonly status: number;
+
   constructor(
-    readonly code: string,
+    readonly code: ExternalRefusalCode,
     message: string,
-    readonly status: number,
     readonly position?: number,
   ) {
     super(message);
     this.name = 'ExternalReadRefusal';
+    this.status = JOBS_ERRORS[code];
   }
 }
 
@@ -219,8 +223,8 @@ export function globToRegExp(pattern: string): RegExp | undefined {
 }
 
 function parseUrl(fn: string, text: string, position: number | undefined): ExternalUrl {
-  const fail = (code: string, message: string): never => {
-    throw new ExternalReadRefusal(code, message, 400, position);
+  const fail = (code: ExternalRefusalCode, message: string): never => {
+    throw new ExternalReadRefusal(code, message, position);
   };
   const short = text.length > 200 ? `${text.slice(0, 200)}…` : text;
   const match = /^([A-Za-z][A-Za-z0-9+.-]*):\/\/([^/]*)(?:\/(.*))?$/s.exec(text);
@@ -272,8 +276,8 @@ function describeValue(value: ArgValue): string {
 export function parseExternalRead(call: FunctionRef): ExternalRead {
   const fn = call.name;
   const format = EXTERNAL_READERS.get(fn);
-  const refuse = (code: string, message: string, position: number | undefined = call.position, status = 400): never => {
-    throw new ExternalReadRefusal(code, message, status, position);
+  const refuse = (code: ExternalRefusalCode, message: string, position: number | undefined = call.position): never => {
+    throw new ExternalReadRefusal(code, message, position);
   };
   if (!format) refuse('TABLE_FUNCTION_NOT_ALLOWED', `${fn}() does not read private storage: use read_parquet, read_csv or read_jsonl with credentials => '<workspace>.<secret>'`);
   const positional = call.args.filter((a) => a.name === undefined);
@@ -358,7 +362,6 @@ export function checkSecretFits(read: ExternalRead, secret: { type: SecretType; 
     throw new ExternalReadRefusal(
       'SECRET_TYPE_NOT_READABLE',
       `Secret ${read.secret.label} is an ${secret.type} secret; reading storage takes an s3_access_key or gcs_service_account secret`,
-      400,
       read.secret.position,
     );
   }
@@ -367,7 +370,6 @@ export function checkSecretFits(read: ExternalRead, secret: { type: SecretType; 
       throw new ExternalReadRefusal(
         'SECRET_TYPE_NOT_READABLE',
         `Secret ${read.secret.label} is a ${secret.type} secret and reads ${scheme}:// URLs only; '${url.text}' is ${url.scheme}://`,
-        400,
         url.position,
       );
     }
@@ -375,7 +377,6 @@ export function checkSecretFits(read: ExternalRead, secret: { type: SecretType; 
       throw new ExternalReadRefusal(
         'EXTERNAL_SCOPE_VIOLATION',
         `'${url.text.length > 200 ? `${url.text.slice(0, 200)}…` : url.text}' is outside the SCOPE of secret ${read.secret.label} (${secret.scope ?? 'none'}): a URL must lie under it, up to its first wildcard`,
-        403,
         url.position,
       );
     }

@@ -38,7 +38,6 @@ export class ExternalReadPlanner {
         throw new ExternalReadRefusal(
           'SECRET_NOT_FOUND',
           `Secret ${label} does not exist, or you may not use it (reading with a secret takes the ${SECRET_USE_ROLE} role on ${workspace}.*)`,
-          404,
           read.secret.position,
         );
       }

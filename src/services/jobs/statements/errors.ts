@@ -1,5 +1,6 @@
 import { lineColumn } from '../../../core/engine/index.ts';
-import { AppError } from '../../../core/errors/index.ts';
+import type { AppError, ErrorCode } from '../../../core/errors/index.ts';
+import { jobsError, type JobsErrorCode } from '../errors.ts';
 
 /** A span of the user's SQL text (UTF-16 offsets, end exclusive) for the check endpoint to underline. */
 export interface Span {
@@ -9,20 +10,28 @@ export interface Span {
 
 /**
  * An error in a Lakeport statement, with the place in the text it is about. Raised by the parser and
- * by the statement checks before anything is changed; the submit answers it as an HTTP error (400
- * unless said otherwise) and the check endpoint as `ok: false` with the span underlined.
+ * by the statement checks before anything is changed; the submit answers it as its HTTP error and the
+ * check endpoint as `ok: false` with the span underlined.
  *
  * Messages never quote a value of a CREATE SECRET: they name keys, parameters and kinds of token only.
  */
 export class StatementError extends Error {
   constructor(
-    readonly code: string,
-    message: string,
+    /** What a submit answers, without the place. */
+    readonly http: AppError,
     readonly span?: Span,
-    readonly status = 400,
   ) {
-    super(message);
+    super(http.message);
   }
+
+  get code(): ErrorCode {
+    return this.http.code;
+  }
+}
+
+/** A statement's own error about `span`. */
+export function statementError(code: JobsErrorCode, message: string, span?: Span): StatementError {
+  return new StatementError(jobsError(code, message), span);
 }
 
 /** The place of a span in the text: offsets and 1-based line and column of its start. */
@@ -34,5 +43,5 @@ export function placeOf(sql: string, span: Span | undefined) {
 /** The HTTP error a submit answers for a StatementError: `{detail, code, position, line, column, start, end}`. */
 export function toHttpError(sql: string, error: StatementError): AppError {
   const place = placeOf(sql, error.span);
-  return new AppError(error.status, error.code, error.message, { extra: error.span ? place : {} });
+  return error.http.withExtra(error.span ? place : {});
 }

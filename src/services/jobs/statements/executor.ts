@@ -1,10 +1,10 @@
 import { formatPattern, type Authorizer, type Principal, type Resource } from '../../../core/authz/index.ts';
 import type { Catalog, Dataset, SnapshotSelector } from '../../../core/catalog/index.ts';
-import { AppError } from '../../../core/errors/index.ts';
 import { assertLive, requireLiveWorkspace, type WorkspaceDirectory } from '../../accounts/index.ts';
 import type { PolicyChange, PolicyPlan, PolicyPlanner, PolicyRow } from '../../policy/index.ts';
 import type { ParamValue } from '../types.ts';
-import { StatementError, type Span } from './errors.ts';
+import { AppError, isAppError, type ErrorCode } from '../../../core/errors/index.ts';
+import { StatementError, statementError, type Span } from './errors.ts';
 import type { AlterWorkspace, CreateSecret, CreateTag, DropTag, GrantStatement, LakeportStatement } from './parser.ts';
 import type { SecretStore } from './secret-store.ts';
 import { checkSecretShape, checkSecretValues, type HostResolver } from './secret-types.ts';
@@ -55,13 +55,12 @@ export class StatementExecutor {
   // ── shared ──
 
   /** Runs `fn`; an error of another service below 500 gains a span (`span`, or the one it names for the error's code). */
-  private async at<T>(span: Span | ((code: string) => Span), fn: () => Promise<T>): Promise<T> {
+  private async at<T>(span: Span | ((code: ErrorCode) => Span), fn: () => Promise<T>): Promise<T> {
     try {
       return await fn();
     } catch (error) {
       if (error instanceof AppError && error.status < 500) {
-        const code = String(error.code);
-        throw new StatementError(code, error.message, typeof span === 'function' ? span(code) : span, error.status);
+        throw new StatementError(error, typeof span === 'function' ? span(error.code) : span);
       }
       throw error;
     }
@@ -69,7 +68,7 @@ export class StatementExecutor {
 
   private async requireNamespace(workspace: string, span: Span) {
     const namespace = await this.deps.catalog.findNamespace(workspace);
-    if (!namespace) throw new StatementError('WORKSPACE_NOT_FOUND', `Workspace '${workspace}' does not exist`, span, 404);
+    if (!namespace) throw statementError('WORKSPACE_NOT_FOUND', `Workspace '${workspace}' does not exist`, span);
     return namespace;
   }
 
@@ -83,21 +82,19 @@ export class StatementExecutor {
 
     // Owner on the whole workspace (ws.*) is what "ALTER on the workspace" means here.
     if (!(await this.deps.authz.can(caller, 'owner', { workspace }))) {
-      throw new StatementError(
+      throw statementError(
         'PERMISSION_DENIED',
         `You lack permission to manage secrets in workspace '${workspace}': CREATE SECRET needs the owner role on ${workspace}.*`,
         s.workspace,
-        403,
       );
     }
     await this.requireNamespace(workspace, s.workspace);
     const record = await this.deps.workspaces.find(workspace);
     if (!record) {
-      throw new StatementError(
+      throw statementError(
         'NO_BILLING_ACCOUNT',
         `Workspace '${workspace}' has no billing account, and so no key to encrypt secrets under`,
         s.workspace,
-        409,
       );
     }
     await this.at(s.workspace, async () => assertLive(record));
@@ -105,18 +102,16 @@ export class StatementExecutor {
     await checkSecretValues(spec.type, values, spans, this.deps.resolveHost);
 
     const exists = () =>
-      new StatementError(
+      statementError(
         'SECRET_EXISTS',
         `Secret ${label} already exists: use CREATE OR REPLACE SECRET to replace its value, or IF NOT EXISTS to leave it as it is`,
         s.name,
-        409,
       );
     const mismatch = (type: string) =>
-      new StatementError(
+      statementError(
         'SECRET_TYPE_MISMATCH',
         `Secret ${label} is of TYPE '${type}'; a secret's type is fixed when it is created (there is no ALTER SECRET): keep TYPE '${type}' or use another name`,
         s.type,
-        409,
       );
 
     if (dryRun) {
@@ -148,7 +143,7 @@ export class StatementExecutor {
 
   /** Where in a GRANT/REVOKE a refusal of the planner points. */
   private static grantSpan(s: GrantStatement) {
-    return (code: string): Span => {
+    return (code: ErrorCode): Span => {
       switch (code) {
         case 'PERMISSION_DENIED':
         case 'WORKSPACE_NOT_FOUND':
@@ -209,11 +204,11 @@ export class StatementExecutor {
     const resource: Resource = { workspace: ref.workspace, collection: ref.collection, dataset: ref.dataset };
     const dataset = await this.deps.catalog.findDataset(ref);
     if (!dataset || !(await this.deps.authz.can(caller, 'reader', resource))) {
-      throw new StatementError('DATASET_NOT_FOUND', `Dataset ${label} does not exist, or you may not read it`, s.dataset, 404);
+      throw statementError('DATASET_NOT_FOUND', `Dataset ${label} does not exist, or you may not read it`, s.dataset);
     }
     await this.at(s.dataset, () => this.deps.authz.require(caller, 'writer', resource));
     if (dataset.kind === 'external') {
-      throw new StatementError('VERSIONING_NOT_SUPPORTED', `Dataset ${label} is listed from an external catalog; it has no snapshots to tag`, s.dataset, 400);
+      throw statementError('VERSIONING_NOT_SUPPORTED', `Dataset ${label} is listed from an external catalog; it has no snapshots to tag`, s.dataset);
     }
     return dataset;
   }
@@ -230,7 +225,7 @@ export class StatementExecutor {
     if (dryRun) {
       const tags = await this.deps.catalog.listTags(dataset.dataset_id);
       const existing = tags.find((t) => t.name === s.name.value);
-      if (existing) throw new StatementError('TAG_EXISTS', `Tag '${existing.name}' already exists (snapshot ${existing.snapshot_id})`, s.name, 409);
+      if (existing) throw statementError('TAG_EXISTS', `Tag '${existing.name}' already exists (snapshot ${existing.snapshot_id})`, s.name);
       return { message: `Would create tag ${s.name.value} on ${label} at snapshot ${snapshot.snapshot_id}` };
     }
     const tag = await this.at(s.name, () => this.deps.catalog.createTag(dataset.dataset_id, s.name.value, snapshot.snapshot_id, caller.identity));
@@ -245,11 +240,11 @@ export class StatementExecutor {
       const tag = (await this.deps.catalog.listTags(dataset.dataset_id)).find((t) => t.name === s.name.value);
       if (!tag) {
         if (s.ifExists) return missing;
-        throw new StatementError('TAG_NOT_FOUND', `${label} has no tag '${s.name.value}'`, s.name, 404);
+        throw statementError('TAG_NOT_FOUND', `${label} has no tag '${s.name.value}'`, s.name);
       }
       const namespace = await this.requireNamespace(dataset.workspace, s.dataset);
       if (namespace.guards.history_protection) {
-        throw new StatementError('GUARDED', `Workspace '${dataset.workspace}' keeps its history (history_protection): cannot delete tag '${tag.name}'`, s.span, 423);
+        throw statementError('GUARDED', `Workspace '${dataset.workspace}' keeps its history (history_protection): cannot delete tag '${tag.name}'`, s.span);
       }
       return { message: `Would drop tag ${tag.name} from ${label} (it names snapshot ${tag.snapshot_id})` };
     }
@@ -257,7 +252,7 @@ export class StatementExecutor {
       const tag = await this.at(s.name, () => this.deps.catalog.deleteTag(dataset.dataset_id, s.name.value));
       return { message: `Tag ${tag.name} dropped from ${label} (it named snapshot ${tag.snapshot_id})` };
     } catch (error) {
-      if (s.ifExists && error instanceof StatementError && error.code === 'TAG_NOT_FOUND') return missing;
+      if (s.ifExists && error instanceof StatementError && isAppError(error.http, 'TAG_NOT_FOUND')) return missing;
       throw error;
     }
   }
@@ -267,7 +262,7 @@ export class StatementExecutor {
   private async alterWorkspace(caller: Principal, s: AlterWorkspace, dryRun: boolean): Promise<StatementOutcome> {
     const workspace = s.workspace.value;
     if (!(await this.deps.authz.can(caller, 'owner', { workspace }))) {
-      throw new StatementError('PERMISSION_DENIED', `Only an owner of the whole workspace (${workspace}.*) may change its deletion_protection`, s.workspace, 403);
+      throw statementError('PERMISSION_DENIED', `Only an owner of the whole workspace (${workspace}.*) may change its deletion_protection`, s.workspace);
     }
     await this.at(s.workspace, () => requireLiveWorkspace(this.deps.workspaces, workspace));
     await this.requireNamespace(workspace, s.workspace);
@@ -289,7 +284,7 @@ export function resolveValues(s: CreateSecret, parameters: Record<string, ParamV
   const missing = s.options.filter((o) => o.value.kind === 'parameter' && !lower.has(o.value.name.toLowerCase()));
   if (missing.length > 0) {
     const names = [...new Set(missing.map((o) => (o.value.kind === 'parameter' ? `:${o.value.name}` : '')))];
-    throw new StatementError(
+    throw statementError(
       'PARAMETER_NOT_DEFINED',
       `The statement references parameter(s) with no value: ${names.join(', ')} (pass them in the request's parameters; a secret's values are never taken from saved variables)`,
       missing[0].value,
@@ -303,7 +298,7 @@ export function resolveValues(s: CreateSecret, parameters: Record<string, ParamV
     }
     const value = lower.get(option.value.name.toLowerCase());
     if (typeof value !== 'string') {
-      throw new StatementError('INVALID_PARAMETER', `:${option.value.name} must be a string for ${option.key.value} (it is ${value === null ? 'null' : `a ${typeof value}`})`, option.value);
+      throw statementError('INVALID_PARAMETER', `:${option.value.name} must be a string for ${option.key.value} (it is ${value === null ? 'null' : `a ${typeof value}`})`, option.value);
     }
     values[option.key.value] = value;
   }

@@ -143,7 +143,7 @@ describe('secret values never leak', () => {
   });
 
   it('no stored file holds any value', async () => {
-    const root = path.dirname(t.deps.scratchDir);
+    const root = t.dataDir;
     const files: string[] = [];
     const walk = (dir: string) => {
       for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {

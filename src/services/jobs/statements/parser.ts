@@ -2,7 +2,8 @@ import { IDENTITY_REGEX } from '../../../core/http/index.ts';
 import { parsePattern, ROLES, isRole, PATTERN_HINT, type Pattern, type Role } from '../../../core/authz/index.ts';
 import { NAME_REGEX, TAG_NAME_REGEX } from '../../../core/catalog/index.ts';
 import { tokenizeSql, type SqlToken } from '../../../core/engine/index.ts';
-import { StatementError, type Span } from './errors.ts';
+import type { JobsErrorCode } from '../errors.ts';
+import { statementError, type Span } from './errors.ts';
 
 /**
  * Lakeport's own statements (docs/sql.md, docs/secrets.md): a tokenizer shared with the query path
@@ -329,8 +330,8 @@ class Parser {
     return `'${t.text.length > 40 ? `${t.text.slice(0, 40)}…` : t.text}'`;
   }
 
-  private fail(code: string, message: string, span: Span = this.here()): never {
-    throw new StatementError(code, message, span);
+  private fail(code: JobsErrorCode, message: string, span: Span = this.here()): never {
+    throw statementError(code, message, span);
   }
 
   private expected(what: string): never {

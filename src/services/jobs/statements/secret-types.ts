@@ -1,7 +1,8 @@
 import dns from 'node:dns';
 import net from 'node:net';
 import type { SecretType } from '../../../core/db/index.ts';
-import { StatementError, type Span } from './errors.ts';
+import type { JobsErrorCode } from '../errors.ts';
+import { statementError, type Span } from './errors.ts';
 import type { CreateSecret } from './parser.ts';
 
 /**
@@ -91,7 +92,7 @@ export const systemResolver: HostResolver = async (host) => {
 export function checkSecretShape(statement: CreateSecret): TypeSpec {
   const type = TYPE_ALIASES[statement.type.value];
   if (!type) {
-    throw new StatementError(
+    throw statementError(
       'INVALID_SECRET_TYPE',
       `Unknown secret TYPE: use 'gcs_service_account' (alias 'storage_a_service_account'), 's3_access_key' (alias 'storage_b_access_key') or 'http_endpoint'`,
       statement.type,
@@ -100,20 +101,20 @@ export function checkSecretShape(statement: CreateSecret): TypeSpec {
   const spec = SECRET_TYPES[type];
   for (const option of statement.options) {
     if (!spec.keys[option.key.value]) {
-      throw new StatementError('UNKNOWN_SECRET_KEY', `${option.key.value} is not a key of a ${type} secret; its keys are ${Object.keys(spec.keys).join(', ')}`, option.key);
+      throw statementError('UNKNOWN_SECRET_KEY', `${option.key.value} is not a key of a ${type} secret; its keys are ${Object.keys(spec.keys).join(', ')}`, option.key);
     }
   }
   const given = new Set(statement.options.map((o) => o.key.value));
   for (const [key, keySpec] of Object.entries(spec.keys)) {
     if (keySpec.required && !given.has(key)) {
-      throw new StatementError('MISSING_SECRET_KEY', `A ${type} secret requires ${key}: ${keySpec.describe}`, statement.span);
+      throw statementError('MISSING_SECRET_KEY', `A ${type} secret requires ${key}: ${keySpec.describe}`, statement.span);
     }
   }
   return spec;
 }
 
-function fail(code: string, message: string, span: Span | undefined): never {
-  throw new StatementError(code, message, span);
+function fail(code: JobsErrorCode, message: string, span: Span | undefined): never {
+  throw statementError(code, message, span);
 }
 
 /**

@@ -1,4 +1,5 @@
-import { AppError } from '../../../core/errors/index.ts';
+import type { AppError } from '../../../core/errors/index.ts';
+import { odataError } from '../errors.ts';
 
 /** Longest accepted text of one query option, in characters. */
 export const MAX_OPTION_LENGTH = 8192;
@@ -18,8 +19,8 @@ export const SELECT: OptionContext = { option: '$select', code: 'INVALID_SELECT'
 export const ORDERBY: OptionContext = { option: '$orderby', code: 'INVALID_ORDERBY' };
 export const APPLY: OptionContext = { option: '$apply', code: 'INVALID_APPLY' };
 
-function optionError(code: string, ctx: OptionContext, position: number, message: string): AppError {
-  return new AppError(400, code, `${ctx.option}: at ${position}: ${message}`, { extra: { position, option: ctx.option } });
+function optionError(code: OptionContext['code'] | 'FILTER_TYPE_MISMATCH', ctx: OptionContext, position: number, message: string): AppError {
+  return odataError(code, `${ctx.option}: at ${position}: ${message}`, { extra: { position, option: ctx.option } });
 }
 
 /** A malformed or unsupported piece of an option (its own code: INVALID_FILTER, INVALID_APPLY, …). */

@@ -1,0 +1,29 @@
+import { defineErrors } from '../../core/errors/index.ts';
+
+export const UPLOAD_ERRORS = {
+  SAMPLE_UNREADABLE: 400,
+  CONTRACT_NOT_FOUND: 404,
+  MODE_NOT_APPLICABLE: 409,
+  CANNOT_RETYPE: 409,
+  FINGERPRINT_MISMATCH: 409,
+  CONTRACT_NOT_ACCEPTED: 409,
+  CONTRACT_BLOCKED: 409,
+  CONTRACT_STALE: 409,
+  CONTRACT_CHANGED: 409,
+  CONTRACT_COMMITTED: 409,
+  FILE_NOT_NEGOTIATED: 409,
+  FILE_DIFFERS_FROM_SAMPLE: 409,
+  VALUE_NOT_STORABLE: 409,
+  NOTHING_TO_COMMIT: 409,
+  IDEMPOTENCY_KEY_REUSED: 409,
+  COMMIT_IN_PROGRESS: 409,
+  CONTRACT_EXPIRED: 410,
+  SAMPLE_TOO_LARGE: 413,
+  FILE_TOO_LARGE: 413,
+} as const;
+
+declare module '../../core/errors/app-error.ts' {
+  interface ErrorStatuses extends Readonly<typeof UPLOAD_ERRORS> {}
+}
+
+export const uploadError = defineErrors(UPLOAD_ERRORS);
