@@ -2,15 +2,17 @@ import type { AccountTables } from './tables/accounts.ts';
 import type { AuthTables } from './tables/auth.ts';
 import type { CatalogTables } from './tables/catalog.ts';
 import type { JobTables } from './tables/jobs.ts';
+import type { PolicyTables } from './tables/policy.ts';
 import type { SecretTables } from './tables/secrets.ts';
 import type { UploadTables } from './tables/upload.ts';
 
 export type * from './tables/types.ts';
 export type * from './tables/auth.ts';
 export type * from './tables/accounts.ts';
+export type * from './tables/policy.ts';
 export type * from './tables/catalog.ts';
 export type * from './tables/upload.ts';
 export type * from './tables/jobs.ts';
 export type * from './tables/secrets.ts';
 
-export interface Database extends AuthTables, AccountTables, CatalogTables, UploadTables, JobTables, SecretTables {}
+export interface Database extends AuthTables, AccountTables, PolicyTables, CatalogTables, UploadTables, JobTables, SecretTables {}

@@ -130,8 +130,14 @@ export class UploadRepo {
   }
 
   /** Records a key's answer, so the key answers it from now on. */
-  async finishCommitKey(owner: string, key: string, response: Record<string, unknown>): Promise<void> {
-    await this.db.kysely.updateTable('upload_commits').set({ state: 'done', response: JSON.stringify(response) }).where('owner', '=', owner).where('idempotency_key', '=', key).execute();
+  async finishCommitKey(owner: string, key: string, response: Record<string, unknown>, q: Executor = this.db.kysely): Promise<void> {
+    await q.updateTable('upload_commits').set({ state: 'done', response: JSON.stringify(response) }).where('owner', '=', owner).where('idempotency_key', '=', key).execute();
+  }
+
+  /** In the commit's transaction: the contract is committed as its snapshot, and the key (if any) answers the commit's response. */
+  async markCommitted(trx: Executor, contractId: string, snapshotId: number, rows: number, key?: { owner: string; key: string; response: Record<string, unknown> }): Promise<void> {
+    await trx.updateTable('upload_contracts').set({ state: 'committed', snapshot_id: snapshotId, rows_written: rows, updated_at: new Date() }).where('contract_id', '=', contractId).execute();
+    if (key) await this.finishCommitKey(key.owner, key.key, key.response, trx);
   }
 
   async restartCommitKey(owner: string, key: string): Promise<void> {

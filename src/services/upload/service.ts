@@ -501,7 +501,7 @@ export class UploadService {
           },
           within: async (trx, snapshot) => {
             response = commitResponse(row, snapshot, rowsWritten);
-            await this.markCommitted(trx, contractId, snapshot.snapshot_id, rowsWritten, idempotencyKey ? { owner: caller.identity, key: idempotencyKey, response } : undefined);
+            await this.deps.repo.markCommitted(trx, contractId, snapshot.snapshot_id, rowsWritten, idempotencyKey ? { owner: caller.identity, key: idempotencyKey, response } : undefined);
           },
         },
       );
@@ -518,13 +518,6 @@ export class UploadService {
   /** What the commit of a committed contract answered, rebuilt from its snapshot. */
   private async committedResponse(row: ContractRow): Promise<CommitResult> {
     return commitResponse(row, await this.deps.catalog.getSnapshot(row.snapshot_id!), Number(row.rows_written));
-  }
-
-  private async markCommitted(trx: Executor, contractId: string, snapshotId: number, rows: number, key?: { owner: string; key: string; response: Record<string, unknown> }) {
-    await trx.updateTable('upload_contracts').set({ state: 'committed', snapshot_id: snapshotId, rows_written: rows, updated_at: new Date() }).where('contract_id', '=', contractId).execute();
-    if (key) {
-      await trx.updateTable('upload_commits').set({ state: 'done', response: JSON.stringify(key.response) }).where('owner', '=', key.owner).where('idempotency_key', '=', key.key).execute();
-    }
   }
 
   /**

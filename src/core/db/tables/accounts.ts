@@ -1,6 +1,4 @@
-// Owners (only these read or write the tables; test/table-ownership.test.ts holds it): accounts,
-// members, workspaces and purged_workspaces belong to src/services/accounts; policies to
-// src/services/policy (its store), though its type lives here.
+// Owner: src/services/accounts (accounts, members, workspaces, purged_workspaces; see test/table-ownership.test.ts).
 import type { DefaultTimestamp, Json, NullableJson, Timestamp } from './types.ts';
 
 export type AccountRole = 'billing_admin' | 'member';
@@ -54,22 +52,9 @@ export interface PurgedWorkspacesTable {
   purged_at: DefaultTimestamp;
 }
 
-export interface PoliciesTable {
-  policy_id: string;
-  workspace: string;
-  principal: string;
-  principal_type: string;
-  role: 'owner' | 'admin' | 'writer' | 'reader';
-  pattern: string;
-  created_by: string;
-  created_at: DefaultTimestamp;
-  updated_at: DefaultTimestamp;
-}
-
 export interface AccountTables {
   accounts: AccountsTable;
   members: MembersTable;
   workspaces: WorkspacesTable;
   purged_workspaces: PurgedWorkspacesTable;
-  policies: PoliciesTable;
 }
