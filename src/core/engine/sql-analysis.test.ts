@@ -502,14 +502,14 @@ describe('recent analyses', () => {
 
   it('parses long texts on a lane of their own: a flood of them does not hold up a short statement', async () => {
     const own = await SqlAnalyzer.create();
-    // ~0.2 s each to parse; ten of them take ~2 s in a row.
+    // ~0.2 s each to parse on a quiet machine; four of them take ~0.8 s in a row.
     const long = (i: number) => `SELECT 1 WHERE 1 IN (${Array(150_000).fill(String(i)).join(',')})`;
     let longDone = 0;
-    const flood = Array.from({ length: 10 }, (_, i) => own.analyze(long(i)).then(() => longDone++));
+    const flood = Array.from({ length: 4 }, (_, i) => own.analyze(long(i)).then(() => longDone++));
     expect(await own.analyze('SELECT 7 AS seven')).toMatchObject({ kind: 'select' });
     // Answered before the flood is through: not queued behind it.
-    expect(longDone).toBeLessThan(10);
+    expect(longDone).toBeLessThan(4);
     await Promise.all(flood);
     await own.close();
-  });
+  }, 90_000);
 });
