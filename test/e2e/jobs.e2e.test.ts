@@ -10,6 +10,7 @@ import path from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { parse } from 'csv-parse/sync';
 import { describe, expect, it } from 'vitest';
+import { once } from '../async.ts';
 import { describeRun, lakeport, linesOf } from './cli.ts';
 import { httpApi } from './http.ts';
 import { serverForSuite } from './server.ts';
@@ -68,16 +69,6 @@ describe('query jobs end to end', { timeout: 120_000 }, () => {
   let aliceSecret: string;
   let aliceToken: string;
 
-  /**
-   * Runs a step once, on first use: each test awaits the steps it builds on (alice signed in, the
-   * orders uploaded, the job finished), so any test runs alone and in any order. A step that failed
-   * fails every test that needs it, with its own error.
-   */
-  function once<T>(step: () => Promise<T>): () => Promise<T> {
-    let done: Promise<T> | undefined;
-    return () => (done ??= step());
-  }
-
   const { call, expectStatus, ownWorkspace } = httpApi(() => suite.server);
 
   /** A download as raw bytes, with its content type and file name. */
@@ -95,6 +86,7 @@ describe('query jobs end to end', { timeout: 120_000 }, () => {
     return env;
   }
 
+  // The steps the tests build on (alice signed in, the orders uploaded, the job finished), each run once.
   const signedIn = once(async () => {
     const credential = expectStatus(await call('POST', '/auth/clients/alice/credentials', { admin: true, json: {} }), 200);
     aliceSecret = credential.secret;
