@@ -23,3 +23,13 @@ export async function collect<T>(items: AsyncIterable<T>): Promise<T[]> {
   for await (const item of items) out.push(item);
   return out;
 }
+
+/**
+ * A step of an end-to-end scenario, run once on first use: each test awaits the steps it builds on,
+ * so any test runs alone and in any order. A step that failed fails every test that needs it, with
+ * its own error.
+ */
+export function once<T>(step: () => Promise<T>): () => Promise<T> {
+  let done: Promise<T> | undefined;
+  return () => (done ??= step());
+}

@@ -2,7 +2,7 @@ import { execFile, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { createPostgresDatabaseUrl, TEST_DATABASE_URL, tempDir } from './harness.ts';
 
 const run = promisify(execFile);
@@ -30,9 +30,19 @@ describe('lakeport CLI', () => {
   const lakeport = (...args: string[]) => run('node', [BIN, ...args], { env, timeout: 110_000 });
 
   it('migrate applies the schema, then finds nothing to do', { timeout: 120_000 }, async () => {
-    const first = await lakeport('migrate');
+    // A data directory (and database) of its own: the other tests' commands migrate the shared one first.
+    const own = tempDir('lakeport-cli-migrate-');
+    onTestFinished(() => own.remove());
+    const ownEnv: NodeJS.ProcessEnv = { ...env, LAKEPORT_DATA_DIR: own.dir };
+    if (TEST_DATABASE_URL) {
+      const db = await createPostgresDatabaseUrl();
+      onTestFinished(() => db.drop());
+      ownEnv.DATABASE_URL = db.url;
+    }
+    const migrate = () => run('node', [BIN, 'migrate'], { env: ownEnv, timeout: 110_000 });
+    const first = await migrate();
     expect(first.stdout).toMatch(/applied migrations 1/);
-    const second = await lakeport('migrate');
+    const second = await migrate();
     expect(second.stdout).toMatch(/up to date/);
   });
 

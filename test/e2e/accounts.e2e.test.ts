@@ -6,6 +6,7 @@
  */
 import { parse } from 'csv-parse/sync';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { once } from '../async.ts';
 import { httpApi } from './http.ts';
 import { startServer, type RunningServer } from './server.ts';
 
@@ -45,26 +46,88 @@ describe('accounts, workspaces and access policies over HTTP', { timeout: 30_000
   let eve: string;
   let account: string;
   let eveAccount: string;
-  let genesisIds: string[];
-  let carolPolicy: string;
 
   const salesMembers = [
     { identity: 'alice', role: 'owner' },
     { identity: 'bob', role: 'reader' },
   ];
 
-  it('issues credentials and access tokens for alice and bob', async () => {
+  // The steps of the scenario, each run once by the first test that needs it (any test runs alone and in any order).
+  const tokens = once(async () => {
     alice = await tokenFor('alice');
     bob = await tokenFor('bob');
-    const me = expectStatus(await call('GET', '/auth/me', { token: alice }), 200);
+    // alice as she is before she creates an account (every later step awaits this one).
+    return expectStatus(await call('GET', '/auth/me', { token: alice }), 200);
+  });
+  const accountCreated = once(async () => {
+    await tokens();
+    const created = expectStatus(await call('POST', '/billing/v1/accounts', { token: alice, json: { name: 'Acme' } }), 201);
+    account = created.account_id;
+    return created;
+  });
+  const salesBody = () => ({ billing_account: account, members: salesMembers });
+  const salesCreated = once(async () => {
+    await accountCreated();
+    return expectStatus(await call('PUT', '/control/v1/workspaces/sales', { token: alice, json: salesBody() }), 200);
+  });
+  const bobJoined = once(async () => {
+    await accountCreated();
+    const invite = { identity: 'bob', email: 'bob@example.com', role: 'member' };
+    const pending = expectStatus(await call('POST', `/billing/v1/accounts/${account}/members`, { token: alice, json: invite }), 201);
+    const beforeAccept = expectStatus(await call('GET', '/auth/me', { token: bob }), 200);
+    const active = expectStatus(await call('POST', `/billing/v1/accounts/${account}/members/bob/accept`, { token: bob }), 200);
+    return { invite, pending, beforeAccept, active };
+  });
+  /** The policies of sales right after its creation (the genesis grants), listed by alice. */
+  const genesisListed = once(async () => {
+    await salesCreated();
+    return expectStatus(await call('GET', '/policy/v1/access/workspace/sales', { token: alice }), 200);
+  });
+  const genesisIds = async () => (await genesisListed()).policies.map((p: { policy_id: string }) => p.policy_id) as string[];
+  const carolGranted = once(async () => {
+    await genesisListed();
+    const created = expectStatus(
+      await call('POST', '/policy/v1/access/workspace/sales/policies', {
+        token: alice,
+        json: { principal: { identity: 'carol' }, role: 'writer', pattern: 'sales.orders.*' },
+      }),
+      201,
+    );
+    const carolPolicy = created.policy_id as string;
+    const read = expectStatus(await call('GET', `/policy/v1/access/workspace/sales/policies/${carolPolicy}`, { token: alice }), 200);
+    const updated = expectStatus(
+      await call('PUT', `/policy/v1/access/workspace/sales/policies/${carolPolicy}`, {
+        token: alice,
+        json: { role: 'reader', pattern: 'sales.orders.*' },
+      }),
+      200,
+    );
+    const listed = expectStatus(await call('GET', '/policy/v1/access/workspace/sales', { token: alice }), 200);
+    return { created, carolPolicy, read, updated, listed };
+  });
+  const eveSetUp = once(async () => {
+    eve = await tokenFor('eve');
+    const created = expectStatus(await call('POST', '/billing/v1/accounts', { token: eve, json: { name: 'Eve Corp' } }), 201);
+    eveAccount = created.account_id;
+    const ws = expectStatus(
+      await call('PUT', '/control/v1/workspaces/ops', {
+        token: eve,
+        json: { billing_account: eveAccount, members: [{ identity: 'eve', role: 'owner' }] },
+      }),
+      200,
+    );
+    return ws;
+  });
+
+  it('issues credentials and access tokens for alice and bob', async () => {
+    const me = await tokens();
     expect(me).toMatchObject({ identity: 'alice', billing_account: null });
   });
 
   it('alice creates an account and becomes its billing account holder', async () => {
-    const created = expectStatus(await call('POST', '/billing/v1/accounts', { token: alice, json: { name: 'Acme' } }), 201);
+    const created = await accountCreated();
     expect(created.account_id).toMatch(/^acct_/);
     expect(created).toMatchObject({ name: 'Acme', status: 'active', created_by: 'alice' });
-    account = created.account_id;
 
     const me = expectStatus(await call('GET', '/auth/me', { token: alice }), 200);
     expect(me.billing_account).toBe(account);
@@ -73,8 +136,8 @@ describe('accounts, workspaces and access policies over HTTP', { timeout: 30_000
   });
 
   it('alice creates workspace sales, idempotently', async () => {
-    const body = { billing_account: account, members: salesMembers };
-    const first = expectStatus(await call('PUT', '/control/v1/workspaces/sales', { token: alice, json: body }), 200);
+    const first = await salesCreated();
+    const body = salesBody();
     expect(first).toMatchObject({ name: 'sales', billing_account: account, created_by: 'alice', state: 'active', deleted_at: null });
     expect(first.members).toEqual(expect.arrayContaining(salesMembers));
     expect(first.members).toHaveLength(2);
@@ -90,15 +153,12 @@ describe('accounts, workspaces and access policies over HTTP', { timeout: 30_000
   });
 
   it('alice invites bob, bob accepts', async () => {
-    const invite = { identity: 'bob', email: 'bob@example.com', role: 'member' };
-    const pending = expectStatus(await call('POST', `/billing/v1/accounts/${account}/members`, { token: alice, json: invite }), 201);
+    const { invite, pending, beforeAccept, active } = await bobJoined();
     expect(pending).toMatchObject({ account_id: account, ...invite, state: 'pending', invited_by: 'alice', added_at: null, eligible_at: null });
     expect(pending.invite_expires_at).toEqual(expect.any(String));
 
-    const beforeAccept = expectStatus(await call('GET', '/auth/me', { token: bob }), 200);
     expect(beforeAccept.billing_account).toBeNull();
 
-    const active = expectStatus(await call('POST', `/billing/v1/accounts/${account}/members/bob/accept`, { token: bob }), 200);
     expect(active).toMatchObject({ account_id: account, identity: 'bob', role: 'member', state: 'active', invite_expires_at: null });
     expect(Date.parse(active.added_at)).not.toBeNaN();
     expect(active.eligible_at).toBe(active.added_at);
@@ -114,26 +174,19 @@ describe('accounts, workspaces and access policies over HTTP', { timeout: 30_000
   });
 
   it('alice lists the genesis policies; bob, a reader, may not', async () => {
-    const listed = expectStatus(await call('GET', '/policy/v1/access/workspace/sales', { token: alice }), 200);
+    const listed = await genesisListed();
     expect(listed.workspace).toBe('sales');
     expect(listed.policies).toHaveLength(2);
     const byPrincipal = Object.fromEntries(listed.policies.map((p: { principal: { identity: string } }) => [p.principal.identity, p]));
     expect(byPrincipal.alice).toMatchObject({ workspace: 'sales', role: 'owner', pattern: 'sales.*' });
     expect(byPrincipal.bob).toMatchObject({ workspace: 'sales', role: 'reader', pattern: 'sales.*' });
-    genesisIds = listed.policies.map((p: { policy_id: string }) => p.policy_id);
 
     const denied = expectStatus(await call('GET', '/policy/v1/access/workspace/sales', { token: bob }), 403);
     expect(denied.code).toBe('PERMISSION_DENIED');
   });
 
   it('alice grants carol writer on sales.orders.*, reads it back and narrows it to reader', async () => {
-    const created = expectStatus(
-      await call('POST', '/policy/v1/access/workspace/sales/policies', {
-        token: alice,
-        json: { principal: { identity: 'carol' }, role: 'writer', pattern: 'sales.orders.*' },
-      }),
-      201,
-    );
+    const { created, carolPolicy, read, updated, listed } = await carolGranted();
     expect(created).toMatchObject({
       workspace: 'sales',
       principal: { identity: 'carol', type: 'user' },
@@ -141,26 +194,17 @@ describe('accounts, workspaces and access policies over HTTP', { timeout: 30_000
       pattern: 'sales.orders.*',
       created_by: 'alice',
     });
-    carolPolicy = created.policy_id;
-    expect(genesisIds).not.toContain(carolPolicy);
+    expect(await genesisIds()).not.toContain(carolPolicy);
 
-    const read = expectStatus(await call('GET', `/policy/v1/access/workspace/sales/policies/${carolPolicy}`, { token: alice }), 200);
     expect(read).toEqual(created);
 
-    const updated = expectStatus(
-      await call('PUT', `/policy/v1/access/workspace/sales/policies/${carolPolicy}`, {
-        token: alice,
-        json: { role: 'reader', pattern: 'sales.orders.*' },
-      }),
-      200,
-    );
     expect(updated).toMatchObject({ policy_id: carolPolicy, role: 'reader', pattern: 'sales.orders.*', principal: { identity: 'carol' } });
 
-    const listed = expectStatus(await call('GET', '/policy/v1/access/workspace/sales', { token: alice }), 200);
     expect(listed.policies).toHaveLength(3);
   });
 
   it('alice downloads the effective permissions as CSV', async () => {
+    const { carolPolicy } = await carolGranted();
     const reply = await call('GET', '/policy/v1/access/workspace/sales/effective-permissions.csv', { token: alice });
     expect(reply.status, reply.text).toBe(200);
     expect(reply.headers.get('content-type')).toMatch(/^text\/csv/);
@@ -168,27 +212,20 @@ describe('accounts, workspaces and access policies over HTTP', { timeout: 30_000
     const header = Object.keys(records[0] ?? {});
     expect(header).toEqual(expect.arrayContaining(['policy_id', 'principal', 'role', 'pattern', 'dataset']));
     // No datasets yet: each policy resolves to exactly one row with an empty dataset column.
-    expect(records.map((r) => r.policy_id).sort()).toEqual([...genesisIds, carolPolicy].sort());
+    expect(records.map((r) => r.policy_id).sort()).toEqual([...(await genesisIds()), carolPolicy].sort());
     for (const record of records) expect(record.dataset).toBe('');
     expect(records.find((r) => r.policy_id === carolPolicy)).toMatchObject({ principal: 'carol', role: 'reader', pattern: 'sales.orders.*' });
   });
 
   it('eve, another tenant, gets her own account and workspace ops', async () => {
-    eve = await tokenFor('eve');
-    const created = expectStatus(await call('POST', '/billing/v1/accounts', { token: eve, json: { name: 'Eve Corp' } }), 201);
-    eveAccount = created.account_id;
+    await accountCreated();
+    const ws = await eveSetUp();
     expect(eveAccount).not.toBe(account);
-    const ws = expectStatus(
-      await call('PUT', '/control/v1/workspaces/ops', {
-        token: eve,
-        json: { billing_account: eveAccount, members: [{ identity: 'eve', role: 'owner' }] },
-      }),
-      200,
-    );
     expect(ws).toMatchObject({ name: 'ops', billing_account: eveAccount, state: 'active' });
   });
 
   it('keeps the tenants apart', async () => {
+    await Promise.all([salesCreated(), eveSetUp()]);
     expect(expectStatus(await call('GET', '/policy/v1/access/workspace/sales', { token: eve }), 403).code).toBe('PERMISSION_DENIED');
     const account403 = expectStatus(await call('GET', `/billing/v1/accounts/${account}`, { token: eve }), 403);
     expect(account403.code).toBe('NOT_A_MEMBER');

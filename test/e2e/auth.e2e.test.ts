@@ -6,6 +6,7 @@
 import { createRemoteJWKSet, jwtVerify, type JWTVerifyResult } from 'jose';
 import * as client from 'openid-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { once } from '../async.ts';
 import { startServer, type RunningServer } from './server.ts';
 
 const SERVICE_PREFIXES = ['/auth', '/upload', '/jobs', '/billing', '/control', '/policy', '/odata'];
@@ -68,33 +69,60 @@ describe('server start-up (npm start)', { timeout: 30_000 }, () => {
 });
 
 describe('client credentials with real clients', { timeout: 30_000 }, () => {
-  let secret: string;
-  let credentialId: string;
-  let config: client.Configuration;
-  let accessToken: string;
-  let refreshToken: string;
-  let refreshedAccessToken: string;
+  /**
+   * One credential's life, each step run once on first use: create it with the admin token, discover
+   * the issuer, get tokens, refresh. Two credentials live it: `live` stays valid, `doomed` is revoked
+   * — so every test awaits the steps it builds on and runs alone and in any order.
+   */
+  function credentialFlow() {
+    const created = once(async () => {
+      const response = await fetch(`${server.url}/auth/clients/${CLIENT_ID}/credentials`, {
+        method: 'POST',
+        headers: { 'x-admin-token': server.adminToken, 'content-type': 'application/json' },
+        body: JSON.stringify({ type: 'e2e' }),
+      });
+      const body = await json(response);
+      expect(response.status, JSON.stringify(body)).toBe(200);
+      return body as { secret: string; credential_id: string; client_id: string; type: string };
+    });
+    const discovered = once(async () => {
+      const { secret } = await created();
+      return client.discovery(new URL(`${server.url}/auth`), CLIENT_ID, secret, undefined, { execute: [client.allowInsecureRequests] });
+    });
+    const granted = once(async () => client.clientCredentialsGrant(await discovered()));
+    const refreshed = once(async () => client.refreshTokenGrant(await discovered(), (await granted()).refresh_token!));
+    /** Everything the tests use: the secret, the credential id, the configuration and both access tokens. */
+    const all = once(async () => {
+      const [{ secret, credential_id: credentialId }, config, tokens, refreshedTokens] = await Promise.all([created(), discovered(), granted(), refreshed()]);
+      return { secret, credentialId, config, accessToken: tokens.access_token, refreshToken: tokens.refresh_token!, refreshedAccessToken: refreshedTokens.access_token };
+    });
+    return { created, discovered, granted, refreshed, all };
+  }
+  const live = credentialFlow();
+  const doomed = credentialFlow();
+  /** doomed's credential revoked with the admin token, once both its access tokens were seen to work. */
+  const revoked = once(async () => {
+    const { credentialId, accessToken, refreshedAccessToken } = await doomed.all();
+    for (const token of [accessToken, refreshedAccessToken]) {
+      expect((await fetch(`${server.url}/auth/me`, { headers: { authorization: `Bearer ${token}` } })).status).toBe(200);
+    }
+    const response = await fetch(`${server.url}/auth/clients/${CLIENT_ID}/credentials/${credentialId}`, {
+      method: 'DELETE',
+      headers: { 'x-admin-token': server.adminToken },
+    });
+    return { response, body: await json(response) };
+  });
 
   it('creates a credential for alice with the admin token', async () => {
-    const response = await fetch(`${server.url}/auth/clients/${CLIENT_ID}/credentials`, {
-      method: 'POST',
-      headers: { 'x-admin-token': server.adminToken, 'content-type': 'application/json' },
-      body: JSON.stringify({ type: 'e2e' }),
-    });
-    const body = await json(response);
-    expect(response.status, JSON.stringify(body)).toBe(200);
+    const body = await live.created();
     expect(body.secret).toMatch(/^lpsk_/);
     expect(body.credential_id).toEqual(expect.any(String));
     expect(body.client_id).toBe(CLIENT_ID);
     expect(body.type).toBe('e2e');
-    secret = body.secret;
-    credentialId = body.credential_id;
   });
 
   it('discovers the issuer with openid-client', async () => {
-    config = await client.discovery(new URL(`${server.url}/auth`), CLIENT_ID, secret, undefined, {
-      execute: [client.allowInsecureRequests],
-    });
+    const config = await live.discovered();
     const metadata = config.serverMetadata();
     expect(metadata.issuer).toBe(`${server.url}/auth`);
     expect(metadata.token_endpoint).toBe(`${server.url}/auth/token`);
@@ -102,25 +130,23 @@ describe('client credentials with real clients', { timeout: 30_000 }, () => {
   });
 
   it('gets tokens with the client_credentials grant', async () => {
-    const tokens = await client.clientCredentialsGrant(config);
+    const tokens = await live.granted();
     expect(tokens.access_token).toEqual(expect.any(String));
     expect(tokens.refresh_token).toMatch(/^lprt_/);
     expect(tokens.expires_in).toBeGreaterThan(0);
     expect(tokens.expiresIn()).toBeGreaterThan(0);
     expect(tokens.token_type.toLowerCase()).toBe('bearer');
-    accessToken = tokens.access_token;
-    refreshToken = tokens.refresh_token!;
   });
 
   it('gets a new access token with the refresh_token grant', async () => {
-    const tokens = await client.refreshTokenGrant(config, refreshToken);
+    const tokens = await live.refreshed();
     expect(tokens.access_token).toEqual(expect.any(String));
-    expect(tokens.access_token).not.toBe(accessToken);
+    expect(tokens.access_token).not.toBe((await live.granted()).access_token);
     expect(tokens.expires_in).toBeGreaterThan(0);
-    refreshedAccessToken = tokens.access_token;
   });
 
   it('verifies both access tokens with jose through the JWKS', async () => {
+    const { accessToken, refreshedAccessToken, credentialId } = await live.all();
     const jwks = createRemoteJWKSet(new URL(`${server.url}/auth/jwks`));
     const published = await json(await fetch(`${server.url}/auth/jwks`));
     const publishedKids = (published.keys as { kid?: string }[]).map((k) => k.kid);
@@ -139,6 +165,7 @@ describe('client credentials with real clients', { timeout: 30_000 }, () => {
   });
 
   it('identifies the caller at /auth/me', async () => {
+    const { accessToken, refreshedAccessToken, credentialId } = await live.all();
     for (const token of [accessToken, refreshedAccessToken]) {
       const response = await fetch(`${server.url}/auth/me`, { headers: { authorization: `Bearer ${token}` } });
       const body = await json(response);
@@ -150,17 +177,16 @@ describe('client credentials with real clients', { timeout: 30_000 }, () => {
   });
 
   it('revokes the credential with the admin token', async () => {
-    const response = await fetch(`${server.url}/auth/clients/${CLIENT_ID}/credentials/${credentialId}`, {
-      method: 'DELETE',
-      headers: { 'x-admin-token': server.adminToken },
-    });
-    const body = await json(response);
+    const { response, body } = await revoked();
+    const { credentialId } = await doomed.all();
     expect(response.status, JSON.stringify(body)).toBe(200);
     expect(body.credential_id).toBe(credentialId);
     expect(body.client_id).toBe(CLIENT_ID);
   });
 
   it('refuses the revoked secret (openid-client)', async () => {
+    await revoked();
+    const { config } = await doomed.all();
     const failure = await client.clientCredentialsGrant(config).then(
       () => undefined,
       (error: unknown) => error,
@@ -170,12 +196,16 @@ describe('client credentials with real clients', { timeout: 30_000 }, () => {
   });
 
   it('refuses the revoked secret (plain fetch)', async () => {
+    await revoked();
+    const { secret } = await doomed.all();
     const response = await tokenRequest({ grant_type: 'client_credentials', client_id: CLIENT_ID, client_secret: secret });
     expect(response.status).toBe(401);
     expect(await json(response)).toMatchObject({ error: 'invalid_client' });
   });
 
   it('refuses the refresh token of the revoked credential', async () => {
+    await revoked();
+    const { config, refreshToken } = await doomed.all();
     // Without client authentication the refresh token itself is judged: invalid_grant.
     const response = await tokenRequest({ grant_type: 'refresh_token', refresh_token: refreshToken });
     expect(response.status).toBe(400);
@@ -185,6 +215,8 @@ describe('client credentials with real clients', { timeout: 30_000 }, () => {
   });
 
   it('stops accepting the access tokens of the revoked credential', async () => {
+    await revoked();
+    const { accessToken, refreshedAccessToken } = await doomed.all();
     // Verified tokens are cached and their status rechecked every few seconds.
     const deadline = Date.now() + 20_000;
     let statuses: number[] = [];

@@ -10,6 +10,7 @@ import path from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { parse } from 'csv-parse/sync';
 import { describe, expect, it } from 'vitest';
+import { once } from '../async.ts';
 import { describeRun, lakeport, linesOf } from './cli.ts';
 import { httpApi } from './http.ts';
 import { serverForSuite } from './server.ts';
@@ -67,13 +68,12 @@ describe('query jobs end to end', { timeout: 120_000 }, () => {
   const suite = serverForSuite('jobs');
   let aliceSecret: string;
   let aliceToken: string;
-  let executionId: string;
-
 
   const { call, expectStatus, ownWorkspace } = httpApi(() => suite.server);
 
   /** A download as raw bytes, with its content type and file name. */
   async function download(format: 'csv' | 'json' | 'parquet', query = `&limit=${ROWS * 10}`) {
+    const { executionId } = await finishedJob();
     const response = await fetch(`${suite.server.url}/jobs/api/v1/jobs/${executionId}/download?file_format=${format}${query}`, { headers: { authorization: `Bearer ${aliceToken}` } });
     const bytes = Buffer.from(await response.arrayBuffer());
     expect(response.status, bytes.toString('utf8').slice(0, 500)).toBe(200);
@@ -86,7 +86,8 @@ describe('query jobs end to end', { timeout: 120_000 }, () => {
     return env;
   }
 
-  it('sets up alice: credential, token, account and workspace sales', async () => {
+  // The steps the tests build on (alice signed in, the orders uploaded, the job finished), each run once.
+  const signedIn = once(async () => {
     const credential = expectStatus(await call('POST', '/auth/clients/alice/credentials', { admin: true, json: {} }), 200);
     aliceSecret = credential.secret;
     const response = await fetch(`${suite.server.url}/auth/token`, {
@@ -99,32 +100,48 @@ describe('query jobs end to end', { timeout: 120_000 }, () => {
     expect(tokens.scope.split(' ')).toEqual(expect.arrayContaining(['upload', 'jobs']));
     aliceToken = tokens.access_token;
 
-    const workspace = await ownWorkspace(aliceToken, 'alice', 'sales');
-    expect(workspace).toMatchObject({ name: 'sales', state: 'active' });
+    return ownWorkspace(aliceToken, 'alice', 'sales');
   });
 
-  it(`uploads ${ROWS} rows with lakeport upload`, async () => {
+  const uploaded = once(async () => {
+    await signedIn();
     const file = path.join(suite.work, 'orders.csv');
     await writeCsv(file);
     const run = await lakeport(['upload', file, '--to', DATASET, '--accept'], cliEnv());
     expect(run.code, describeRun(run)).toBe(0);
-    expect(linesOf(run.stdout).at(-1)).toMatch(new RegExp(`^snapshot \\d+: ${ROWS} rows written to ${DATASET.replaceAll('.', '\\.')}$`));
+    return run;
   });
 
-  it('submits a job, long-polls it to success and pages through every row with next_page', async () => {
+  /** The query job, submitted once and long-polled until it is no longer in progress. */
+  const finishedJob = once(async () => {
+    await uploaded();
     const submitted = expectStatus(
       await call('POST', '/jobs/api/v1/jobs', { token: aliceToken, json: { sql_text: QUERY, client_info: { application: 'e2e' } } }),
       201,
     );
-    expect(submitted).toMatchObject({ execution_id: expect.stringMatching(/^job_/), status: expect.stringMatching(/^(queued|running)$/) });
-    executionId = submitted.execution_id;
-    expect(submitted.status_url).toBe(`${suite.server.publicUrl}/jobs/api/v1/jobs/${executionId}/status`);
-
     let status: any;
     for (let attempt = 0; attempt < 4; attempt++) {
       status = expectStatus(await call('GET', `${submitted.status_url}?wait=30`, { token: aliceToken }), 200);
       if (!status.in_progress) break;
     }
+    return { submitted, status, executionId: submitted.execution_id as string };
+  });
+
+  it('sets up alice: credential, token, account and workspace sales', async () => {
+    const workspace = await signedIn();
+    expect(workspace).toMatchObject({ name: 'sales', state: 'active' });
+  });
+
+  it(`uploads ${ROWS} rows with lakeport upload`, async () => {
+    const run = await uploaded();
+    expect(run.code, describeRun(run)).toBe(0);
+    expect(linesOf(run.stdout).at(-1)).toMatch(new RegExp(`^snapshot \\d+: ${ROWS} rows written to ${DATASET.replaceAll('.', '\\.')}$`));
+  });
+
+  it('submits a job, long-polls it to success and pages through every row with next_page', async () => {
+    const { submitted, status, executionId } = await finishedJob();
+    expect(submitted).toMatchObject({ execution_id: expect.stringMatching(/^job_/), status: expect.stringMatching(/^(queued|running)$/) });
+    expect(submitted.status_url).toBe(`${suite.server.publicUrl}/jobs/api/v1/jobs/${executionId}/status`);
     expect(status, JSON.stringify(status)).toMatchObject({ execution_id: executionId, status: 'succeeded', in_progress: false, row_count: ROWS, error: null });
     expect(status.client_info).toEqual({ application: 'e2e' });
     expect(status.timings.total_ms).toEqual(expect.any(Number));
@@ -163,6 +180,7 @@ describe('query jobs end to end', { timeout: 120_000 }, () => {
   });
 
   it('downloads the results as CSV and reads them back', async () => {
+    const { executionId } = await finishedJob();
     const { bytes, contentType, disposition } = await download('csv');
     expect(contentType).toMatch(/^text\/csv/);
     expect(disposition).toBe(`attachment; filename="${executionId}.csv"`);
@@ -180,6 +198,7 @@ describe('query jobs end to end', { timeout: 120_000 }, () => {
   });
 
   it('downloads the results as newline-delimited JSON and reads them back line by line', async () => {
+    const { executionId } = await finishedJob();
     const { bytes, contentType, disposition } = await download('json');
     expect(contentType).toMatch(/^application\/x-ndjson/);
     expect(disposition).toBe(`attachment; filename="${executionId}.jsonl"`);
@@ -189,6 +208,7 @@ describe('query jobs end to end', { timeout: 120_000 }, () => {
   });
 
   it('downloads the results as Parquet and reads them back with DuckDB', async () => {
+    const { executionId } = await finishedJob();
     const { bytes, contentType, disposition } = await download('parquet');
     expect(contentType).toMatch(/^application\/vnd\.apache\.parquet/);
     expect(disposition).toBe(`attachment; filename="${executionId}.parquet"`);
@@ -218,6 +238,7 @@ describe('query jobs end to end', { timeout: 120_000 }, () => {
   });
 
   it('lakeport query prints the count with a bound parameter', async () => {
+    await uploaded();
     const run = await lakeport(['query', `SELECT count(*) AS n FROM ${DATASET} WHERE amount > :min`, '--param', 'min=10', '--format', 'json'], cliEnv());
     expect(run.code, describeRun(run)).toBe(0);
     expect(linesOf(run.stdout)).toEqual([JSON.stringify({ n: ORDERS.filter((o) => o.amount > 10).length })]);
@@ -225,6 +246,7 @@ describe('query jobs end to end', { timeout: 120_000 }, () => {
   });
 
   it('lakeport query fails with one line and exit 1 for a dataset that does not exist', async () => {
+    await signedIn();
     const run = await lakeport(['query', 'SELECT * FROM sales.nope.nope'], cliEnv());
     expect(run.code, describeRun(run)).toBe(1);
     expect(run.stdout).toBe('');

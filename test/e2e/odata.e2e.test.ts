@@ -10,6 +10,7 @@ import { OData } from '@odata/client';
 import { convert } from '@sap-ux/annotation-converter';
 import { parse } from '@sap-ux/edmx-parser';
 import { describe, expect, it } from 'vitest';
+import { once } from '../async.ts';
 import { describeRun, lakeport } from './cli.ts';
 import { httpApi } from './http.ts';
 import { serverForSuite } from './server.ts';
@@ -31,7 +32,8 @@ describe('OData end to end', { timeout: 120_000 }, () => {
       commonHeaders: { authorization: `Basic ${Buffer.from(`alice:${secret}`).toString('base64')}` },
     });
 
-  it('sets up alice and uploads a dataset with lakeport upload', async () => {
+  /** alice set up and her dataset uploaded: run once by the first test that needs it (any test runs alone, in any order). */
+  const uploaded = once(async () => {
     secret = expectStatus(await call('POST', '/auth/clients/alice/credentials', { admin: true, json: {} }), 200).secret;
     const token = (await (await fetch(`${suite.server.url}/auth/token`, { method: 'POST', body: new URLSearchParams({ grant_type: 'client_credentials', client_id: 'alice', client_secret: secret }) })).json()).access_token;
     await ownWorkspace(token, 'alice', 'sales');
@@ -41,11 +43,16 @@ describe('OData end to end', { timeout: 120_000 }, () => {
     await fs.writeFile(file, `${lines.join('\n')}\n`);
     const env: NodeJS.ProcessEnv = { ...process.env, LAKEPORT_URL: suite.server.url, LAKEPORT_CLIENT_ID: 'alice', LAKEPORT_CLIENT_SECRET: secret };
     delete env.LAKEPORT_TOKEN;
-    const run = await lakeport(['upload', file, '--to', 'sales.orders.daily', '--accept'], env);
+    return lakeport(['upload', file, '--to', 'sales.orders.daily', '--accept'], env);
+  });
+
+  it('sets up alice and uploads a dataset with lakeport upload', async () => {
+    const run = await uploaded();
     expect(run.code, describeRun(run)).toBe(0);
   });
 
   it('reads every row with an OData client library, following nextLink through all pages', async () => {
+    expect((await uploaded()).code).toBe(0);
     const odata = client();
     const seen: number[] = [];
     let response = await odata.newRequest({
@@ -70,6 +77,7 @@ describe('OData end to end', { timeout: 120_000 }, () => {
   });
 
   it('serves $metadata that a real EDMX parser accepts', async () => {
+    expect((await uploaded()).code).toBe(0);
     for (const url of ['/odata/api/v4/$metadata', '/odata/api/v4/sales/orders/daily/$metadata']) {
       const response = await fetch(`${suite.server.url}${url}`, { headers: { authorization: `Basic ${Buffer.from(`alice:${secret}`).toString('base64')}` } });
       expect(response.status).toBe(200);

@@ -7,6 +7,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { once } from '../async.ts';
 import { describeRun, lakeport } from './cli.ts';
 import { httpApi } from './http.ts';
 import { serverForSuite } from './server.ts';
@@ -62,7 +63,8 @@ describe('one identity cannot starve the others', { timeout: 180_000 }, () => {
     return (await response.json()).access_token;
   }
 
-  it('sets up a hog and a bystander with a dataset', async () => {
+  /** The hog and the bystander signed in, bob's dataset uploaded: run once by the first test that needs it. */
+  const setUp = once(async () => {
     for (const identity of ['hog', 'bob']) {
       secrets[identity] = expectStatus(await call('POST', `/auth/clients/${identity}/credentials`, { admin: true, json: {} }), 200).secret;
       tokens[identity] = await exchange(identity);
@@ -72,11 +74,17 @@ describe('one identity cannot starve the others', { timeout: 180_000 }, () => {
     fs.writeFileSync(file, ['id,amount', ...Array.from({ length: 5000 }, (_, i) => `${i},${i % 97}`)].join('\n') + '\n');
     const env: NodeJS.ProcessEnv = { ...process.env, LAKEPORT_URL: suite.server.url, LAKEPORT_CLIENT_ID: 'bob', LAKEPORT_CLIENT_SECRET: secrets.bob };
     delete env.LAKEPORT_TOKEN;
-    const run = await lakeport(['upload', file, '--to', 'shop.sales.orders', '--accept'], env);
+    return lakeport(['upload', file, '--to', 'shop.sales.orders', '--accept'], env);
+  });
+
+  it('sets up a hog and a bystander with a dataset', async () => {
+    const run = await setUp();
     expect(run.code, describeRun(run)).toBe(0);
   });
 
   it('keeps health, tokens, OData and small jobs prompt while the hog holds its slots, within the memory budget', async () => {
+    const setup = await setUp();
+    expect(setup.code, describeRun(setup)).toBe(0);
     const hog = tokens.hog;
     const submitted: string[] = [];
     const submit = async (sql: string) => submitted.push(expectStatus(await call('POST', '/jobs/api/v1/jobs', { token: hog, json: { sql_text: sql } }), 201).execution_id);

@@ -16,6 +16,7 @@ import { parse } from 'csv-parse/sync';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startS3Server, type TestS3Server } from '../s3-server.ts';
 import { describeRun, lakeport, linesOf } from './cli.ts';
+import { once } from '../async.ts';
 import { httpApi } from './http.ts';
 import { startServer, type RunningServer } from './server.ts';
 
@@ -232,10 +233,6 @@ describe.each([['file'], ['s3']] as const)('lakeport upload end to end on the %s
 
   let aliceToken: string;
   let aliceSecret: string;
-  /** Parquet keys after the two good uploads. */
-  let committedKeys: string[];
-  let afterTwoUploads: LakeSummary;
-  let firstPlan: ReturnType<typeof printedPlan>;
 
   beforeAll(async () => {
     work = await fs.mkdtemp(path.join(os.tmpdir(), `lakeport-upload-e2e-${store}-`));
@@ -288,9 +285,10 @@ describe.each([['file'], ['s3']] as const)('lakeport upload end to end on the %s
     expect(gone.code).toBe('CONTRACT_NOT_FOUND');
   }
 
-  it('sets up alice: credential, token, account and workspace sales', async () => {
+  // The steps of the scenario, each run once by the first test that needs it, so any test runs alone
+  // and in any order. Each returns what the tests check, read right after it (later steps change it).
+  const signedIn = once(async () => {
     const credential = expectStatus(await call('POST', '/auth/clients/alice/credentials', { admin: true, json: {} }), 200);
-    expect(credential.secret).toMatch(/^lpsk_/);
     aliceSecret = credential.secret;
     const response = await fetch(`${server.url}/auth/token`, {
       method: 'POST',
@@ -301,24 +299,48 @@ describe.each([['file'], ['s3']] as const)('lakeport upload end to end on the %s
     expect(response.status, JSON.stringify(tokens)).toBe(200);
     expect(tokens.scope.split(' ')).toContain('upload');
     aliceToken = tokens.access_token;
-
     const workspace = await ownWorkspace(aliceToken, 'alice', 'sales');
+    return { credential, workspace, datasets: await datasetsInSales(), keys: await lake.keys() };
+  });
+
+  const firstUpload = once(async () => {
+    await signedIn();
+    const file = path.join(work, 'orders-2024-01.csv');
+    await writeOrders(file, { firstId: 1, rows: FIRST_ROWS });
+    const run = await lakeport(['upload', file, '--to', DATASET, '--accept', '--column', 'amount=DECIMAL(18,2)', '--message', 'first load'], cliEnv());
+    expect(run.code, describeRun(run)).toBe(0);
+    const contract = contractLine(run.stdout);
+    const committed = expectStatus(await call('GET', `/upload/v2/contracts/${contract.id}`, { token: aliceToken }), 200);
+    const keys = await lake.keys();
+    return { run, contract, committed, datasets: await datasetsInSales(), keys, summary: keys.length > 0 ? await readLake(await lake.fetch(keys)) : undefined };
+  });
+  const firstPlan = async () => printedPlan((await firstUpload()).run.stdout);
+
+  const secondUpload = once(async () => {
+    await firstUpload();
+    const file = path.join(work, 'orders-2024-02.csv');
+    await writeOrders(file, { firstId: FIRST_ROWS + 1, rows: SECOND_ROWS });
+    const run = await lakeport(['upload', file, '--to', DATASET], cliEnv());
+    expect(run.code, describeRun(run)).toBe(0);
+    /** Parquet keys after the two good uploads. */
+    const committedKeys = await lake.keys();
+    return { run, committedKeys, afterTwoUploads: await readLake(await lake.fetch(committedKeys)) };
+  });
+
+  it('sets up alice: credential, token, account and workspace sales', async () => {
+    const { credential, workspace, datasets, keys } = await signedIn();
+    expect(credential.secret).toMatch(/^lpsk_/);
     expect(workspace).toMatchObject({ name: 'sales', state: 'active' });
-    expect(await datasetsInSales()).toEqual([]);
-    expect(await lake.keys()).toEqual([]);
+    expect(datasets).toEqual([]);
+    expect(keys).toEqual([]);
   });
 
   it('uploads 50 000 rows into a new dataset with an inferred, accepted schema', async () => {
-    const file = path.join(work, 'orders-2024-01.csv');
-    await writeOrders(file, { firstId: 1, rows: FIRST_ROWS });
-
-    const run = await lakeport(['upload', file, '--to', DATASET, '--accept', '--column', 'amount=DECIMAL(18,2)', '--message', 'first load'], cliEnv());
-    expect(run.code, describeRun(run)).toBe(0);
+    const { run, contract, committed, datasets, keys, summary } = await firstUpload();
     expect(linesOf(run.stdout).at(-1)).toMatch(new RegExp(`^snapshot \\d+: ${FIRST_ROWS} rows written to ${DATASET.replaceAll('.', '\\.')}$`));
 
-    const contract = contractLine(run.stdout);
     expect(contract).toMatchObject({ destination: DATASET, state: 'proposed', mode: 'mode infer, requested auto' });
-    firstPlan = printedPlan(run.stdout);
+    const firstPlan = printedPlan(run.stdout);
     expect(Object.keys(firstPlan)).toEqual(['id', 'amount', 'placed_at', 'ip', 'note']);
     expect(firstPlan.id).toEqual({ action: 'keep', source: 'BIGINT', target: 'BIGINT' });
     // --column retyped the sniffed DOUBLE, so the values are rewritten as exact decimals.
@@ -330,38 +352,30 @@ describe.each([['file'], ['s3']] as const)('lakeport upload end to end on the %s
     // Not a terminal: one line per finished file on stderr, no progress bar.
     expect(run.stderr).toMatch(new RegExp(`^orders-2024-01\\.csv: .* sent in .* s \\(.* MB/s\\), ${FIRST_ROWS} rows$`, 'm'));
     expect(run.stderr).not.toContain('\r');
-    const committed = expectStatus(await call('GET', `/upload/v2/contracts/${contract.id}`, { token: aliceToken }), 200);
     expect(committed).toMatchObject({ state: 'committed', destination: DATASET, rows_written: FIRST_ROWS, totals: { files: 1, rows: FIRST_ROWS } });
 
-    expect(await datasetsInSales()).toEqual([DATASET]);
-    const keys = await lake.keys();
+    expect(datasets).toEqual([DATASET]);
     expect(keys.length).toBeGreaterThan(0);
-    const summary = await readLake(await lake.fetch(keys));
-    expect(summary.rows).toBe(FIRST_ROWS);
+    expect(summary?.rows).toBe(FIRST_ROWS);
   });
 
   it('appends a second file in dataset mode; DuckDB reads both with the printed types', async () => {
-    const file = path.join(work, 'orders-2024-02.csv');
-    await writeOrders(file, { firstId: FIRST_ROWS + 1, rows: SECOND_ROWS });
-
-    const run = await lakeport(['upload', file, '--to', DATASET], cliEnv());
-    expect(run.code, describeRun(run)).toBe(0);
+    const { run, committedKeys, afterTwoUploads } = await secondUpload();
+    const firstPlanned = await firstPlan();
     expect(linesOf(run.stdout).at(-1)).toMatch(new RegExp(`^snapshot \\d+: ${SECOND_ROWS} rows written to ${DATASET.replaceAll('.', '\\.')}$`));
     expect(contractLine(run.stdout)).toMatchObject({ destination: DATASET, state: 'accepted', mode: 'mode dataset, requested auto' });
     const plan = printedPlan(run.stdout);
-    for (const column of Object.keys(firstPlan)) expect(plan[column]?.target, column).toBe(firstPlan[column].target);
+    for (const column of Object.keys(firstPlanned)) expect(plan[column]?.target, column).toBe(firstPlanned[column].target);
     expect(run.stdout).not.toMatch(/^accepted schema/m);
 
-    committedKeys = await lake.keys();
     expect(committedKeys.length).toBeGreaterThanOrEqual(2);
     if (store === 's3') {
       // Everything went to the bucket; the data dir holds at most the read-through cache.
       expect(await findParquet(path.join(server.dataDir, 'lake'))).toEqual([]);
     }
-    afterTwoUploads = await readLake(await lake.fetch(committedKeys));
     const total = FIRST_ROWS + SECOND_ROWS;
     expect(afterTwoUploads).toMatchObject({ rows: total, distinctIds: total, minId: 1, maxId: total });
-    expect(afterTwoUploads.types).toEqual(Object.fromEntries(Object.entries(firstPlan).map(([column, p]) => [column, storedAs(p.target)])));
+    expect(afterTwoUploads.types).toEqual(Object.fromEntries(Object.entries(firstPlanned).map(([column, p]) => [column, storedAs(p.target)])));
     expect(afterTwoUploads.types).toMatchObject({ amount: 'DECIMAL(18,2)', ip: 'VARCHAR', placed_at: 'TIMESTAMP WITH TIME ZONE' });
     // Every value came through: exact decimals, instants across offsets, quoted commas, quotes and line breaks.
     expect(afterTwoUploads.wrong).toEqual({ amount: 0, placed_at: 0, ip: 0, note: 0 });
@@ -372,6 +386,7 @@ describe.each([['file'], ['s3']] as const)('lakeport upload end to end on the %s
   });
 
   it('refuses a file with a bad value at row 30 000 in one line, and commits nothing', async () => {
+    const { committedKeys } = await secondUpload();
     const file = path.join(work, 'orders-bad.csv');
     // Line breaks inside quoted notes only after the bad row: line 30 001 of the file is data row 30 000.
     await writeOrders(file, { firstId: 100_001, rows: FIRST_ROWS, badRow: BAD_ROW, multilineFrom: BAD_ROW + 1 });
@@ -395,6 +410,7 @@ describe.each([['file'], ['s3']] as const)('lakeport upload end to end on the %s
   });
 
   it('stops without --accept when not on a terminal, and commits nothing for the new dataset', async () => {
+    const { committedKeys } = await secondUpload();
     const file = path.join(work, 'orders-weekly.csv');
     await writeOrders(file, { firstId: 1, rows: 1_000 });
 

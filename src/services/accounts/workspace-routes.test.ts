@@ -43,23 +43,26 @@ describe('PUT /v1/workspaces/{name}', () => {
   });
 
   it('is idempotent: the same request again returns the existing record without a second genesis', async () => {
-    const again = await createWorkspace(alice, 'sales', acme, [['bob', 'admin'], ['alice', 'owner']]);
+    expect((await createWorkspace(alice, 'repeated')).statusCode).toBe(200);
+    const again = await createWorkspace(alice, 'repeated', acme, [['bob', 'admin'], ['alice', 'owner']]);
     expect(again.statusCode).toBe(200);
-    expect(again.json().name).toBe('sales');
-    const policies = (await alice.request('GET', '/policy/v1/access/workspace/sales')).json().policies;
+    expect(again.json().name).toBe('repeated');
+    const policies = (await alice.request('GET', '/policy/v1/access/workspace/repeated')).json().policies;
     expect(policies).toHaveLength(2);
   });
 
   it('refuses different members or billing account with 409 and no genesis', async () => {
-    const res = await createWorkspace(alice, 'sales', acme, [['alice', 'owner']]);
+    expect((await createWorkspace(alice, 'taken')).statusCode).toBe(200);
+    const res = await createWorkspace(alice, 'taken', acme, [['alice', 'owner']]);
     expect(res.statusCode).toBe(409);
     expect(res.json().code).toBe('WORKSPACE_EXISTS');
-    const policies = (await alice.request('GET', '/policy/v1/access/workspace/sales')).json().policies;
+    const policies = (await alice.request('GET', '/policy/v1/access/workspace/taken')).json().policies;
     expect(policies).toHaveLength(2);
   });
 
   it("refuses another account's PUT on a claimed name", async () => {
-    const res = await createWorkspace(eve, 'sales', evilCorp, [['eve', 'owner']]);
+    expect((await createWorkspace(alice, 'claimed')).statusCode).toBe(200);
+    const res = await createWorkspace(eve, 'claimed', evilCorp, [['eve', 'owner']]);
     expect(res.statusCode).toBe(409);
     // A namespace claimed without a record (step b failed for acme) is refused to others too.
     await catalog.claimNamespace('halfway', acme);
@@ -110,15 +113,23 @@ describe('PUT /v1/workspaces/{name}', () => {
 
 describe('listing, delete, restore and guards', () => {
   beforeAll(async () => {
+    expect((await createWorkspace(alice, 'kept', acme, [['alice', 'owner'], ['bob', 'admin']], '/billing')).statusCode).toBe(200);
     expect((await createWorkspace(alice, 'scratch', acme, [['alice', 'owner'], ['bob', 'admin']], '/billing')).statusCode).toBe(200);
     expect((await createWorkspace(alice, 'locked', acme, [['alice', 'owner']], '/billing')).statusCode).toBe(200);
     await catalog.setNamespaceProperties('locked', { deletion_protection: true });
   });
 
+  /** A workspace of the test's own (alice owner, bob admin), soft-deleted by alice. */
+  async function softDeleted(name: string) {
+    expect((await createWorkspace(alice, name, acme, [['alice', 'owner'], ['bob', 'admin']], '/billing')).statusCode).toBe(200);
+    const res = await alice.request('DELETE', `/billing/v1/workspaces/${name}`);
+    expect(res.statusCode, res.body).toBe(200);
+  }
+
   it('lists the account workspaces for active members only', async () => {
     const list = await bob.request('GET', `/billing/v1/accounts/${acme}/workspaces`);
     expect(list.statusCode).toBe(200);
-    expect(list.json().map((w: { name: string }) => w.name)).toEqual(expect.arrayContaining(['sales', 'finance', 'scratch', 'locked']));
+    expect(list.json().map((w: { name: string }) => w.name)).toEqual(expect.arrayContaining(['kept', 'locked']));
     expect(list.json().find((w: { name: string }) => w.name === 'locked').deletion_protection).toBe(true);
     expect((await carol.request('GET', `/billing/v1/accounts/${acme}/workspaces`)).statusCode).toBe(403);
     expect((await eve.request('GET', `/control/v1/accounts/${acme}/workspaces`)).statusCode).toBe(403);
@@ -139,18 +150,20 @@ describe('listing, delete, restore and guards', () => {
   });
 
   it('shows a soft-deleted workspace only to its owners', async () => {
+    await softDeleted('shown');
     const forAlice = (await alice.request('GET', `/billing/v1/accounts/${acme}/workspaces`)).json();
-    expect(forAlice.find((w: { name: string }) => w.name === 'scratch')?.state).toBe('deleted');
+    expect(forAlice.find((w: { name: string }) => w.name === 'shown')?.state).toBe('deleted');
     const forBob = (await bob.request('GET', `/billing/v1/accounts/${acme}/workspaces`)).json();
-    expect(forBob.map((w: { name: string }) => w.name)).not.toContain('scratch');
+    expect(forBob.map((w: { name: string }) => w.name)).not.toContain('shown');
   });
 
   it('restores within the grace window for an owner only', async () => {
-    expect((await bob.request('POST', '/billing/v1/workspaces/scratch/restore')).statusCode).toBe(403);
-    const res = await alice.request('POST', '/billing/v1/workspaces/scratch/restore');
+    await softDeleted('restored');
+    expect((await bob.request('POST', '/billing/v1/workspaces/restored/restore')).statusCode).toBe(403);
+    const res = await alice.request('POST', '/billing/v1/workspaces/restored/restore');
     expect(res.statusCode).toBe(200);
     expect(res.json()).toMatchObject({ state: 'active', deleted_at: null });
-    expect((await alice.request('POST', '/billing/v1/workspaces/scratch/restore')).statusCode).toBe(409);
+    expect((await alice.request('POST', '/billing/v1/workspaces/restored/restore')).statusCode).toBe(409);
     expect((await alice.request('POST', '/billing/v1/workspaces/ghost/restore')).statusCode).toBe(403); // no owner grant there
   });
 
@@ -167,10 +180,10 @@ describe('listing, delete, restore and guards', () => {
     const res = await alice.request('GET', '/control/v1/workspaces/locked/properties');
     expect(res.statusCode).toBe(200);
     expect(res.json()).toEqual({ workspace: 'locked', deletion_protection: true, drop_protection: true, history_protection: false });
-    expect((await bob.request('GET', '/control/v1/workspaces/sales/properties')).statusCode).toBe(200);
+    expect((await bob.request('GET', '/control/v1/workspaces/kept/properties')).statusCode).toBe(200);
     expect((await bob.request('GET', '/control/v1/workspaces/locked/properties')).statusCode).toBe(403);
-    expect((await eve.request('GET', '/control/v1/workspaces/sales/properties')).statusCode).toBe(403);
-    expect((await alice.request('GET', '/billing/v1/workspaces/sales/properties')).statusCode).toBe(404); // /control only
+    expect((await eve.request('GET', '/control/v1/workspaces/kept/properties')).statusCode).toBe(403);
+    expect((await alice.request('GET', '/billing/v1/workspaces/kept/properties')).statusCode).toBe(404); // /control only
   });
 
   it('purges after the grace window: record, namespace, policies and files; restore then answers 410', async () => {

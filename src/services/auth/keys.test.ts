@@ -1,6 +1,6 @@
 import crypto from 'node:crypto';
 import { jwtVerify, SignJWT } from 'jose';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { createTestDb, type TestDb } from '../../../test/harness.ts';
 import { Sealer } from '../../core/crypto/index.ts';
 import { SigningKeyStore } from './keys.ts';
@@ -37,7 +37,10 @@ describe('SigningKeyStore', () => {
   });
 
   it('rotates: signs with the new key, still verifies the old key, and another server sees both', async () => {
-    const a = new SigningKeyStore(t.db, sealer, 600);
+    // A database of its own: the other tests here add keys to the shared one.
+    const own = await createTestDb();
+    onTestFinished(() => own.dispose());
+    const a = new SigningKeyStore(own.db, sealer, 600);
     await a.init();
     const before = await sign(a);
     const { kid, retired } = await a.rotate();
@@ -46,7 +49,7 @@ describe('SigningKeyStore', () => {
     expect(after.kid).toBe(kid);
     expect(after.kid).not.toBe(before.kid);
 
-    const b = new SigningKeyStore(t.db, sealer, 600); // a peer server sharing the database
+    const b = new SigningKeyStore(own.db, sealer, 600); // a peer server sharing the database
     await b.init();
     expect((await b.jwks()).keys.map((k) => k.kid).sort()).toEqual([before.kid, kid].sort());
     for (const { kid: k, token } of [before, after]) {

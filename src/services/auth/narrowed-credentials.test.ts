@@ -8,17 +8,20 @@ import { signIn, type TestUser } from '../../../test/clients.ts';
 import { createTestApp, type TestApp } from '../../../test/harness.ts';
 
 let t: TestApp;
-let alice: TestUser; // unnarrowed
-let narrowed: TestUser; // [sales.*, reader]
-let other: TestUser; // [sales.orders.*, reader]: another narrowed credential of alice
 
-const CREDS = '/auth/clients/alice/credentials';
+/**
+ * An identity of its own for each test (so no test sees credentials another one created) with three
+ * credentials: unnarrowed, [sales.*, reader], and another narrowed one, [sales.orders.*, reader].
+ */
+async function credentials(identity: string): Promise<{ CREDS: string; alice: TestUser; narrowed: TestUser; other: TestUser }> {
+  const alice = await signIn(t.app, t.adminToken, identity);
+  const narrowed = await signIn(t.app, t.adminToken, identity, { permissions: [['sales.*', 'reader']] });
+  const other = await signIn(t.app, t.adminToken, identity, { permissions: [['sales.orders.*', 'reader']] });
+  return { CREDS: `/auth/clients/${identity}/credentials`, alice, narrowed, other };
+}
 
 beforeAll(async () => {
   t = await createTestApp();
-  alice = await signIn(t.app, t.adminToken, 'alice');
-  narrowed = await signIn(t.app, t.adminToken, 'alice', { permissions: [['sales.*', 'reader']] });
-  other = await signIn(t.app, t.adminToken, 'alice', { permissions: [['sales.orders.*', 'reader']] });
 });
 afterAll(async () => t.close());
 
@@ -26,6 +29,7 @@ const ids = (res: { json(): any }) => res.json().map((c: { credential_id: string
 
 describe('credentials managed by a narrowed token', () => {
   it('lists only itself; the unnarrowed token lists them all', async () => {
+    const { CREDS, alice, narrowed, other } = await credentials('alice-list');
     const own = await narrowed.request('GET', CREDS);
     expect(own.statusCode).toBe(200);
     expect(ids(own)).toEqual([narrowed.credentialId]);
@@ -33,6 +37,7 @@ describe('credentials managed by a narrowed token', () => {
   });
 
   it('cannot revoke the identity’s other credentials, narrower or wider; the unnarrowed token can', async () => {
+    const { CREDS, alice, narrowed, other } = await credentials('alice-revoke');
     for (const target of [alice.credentialId, other.credentialId]) {
       const res = await narrowed.request('DELETE', `${CREDS}/${target}`);
       expect(res.statusCode).toBe(403);
@@ -40,12 +45,13 @@ describe('credentials managed by a narrowed token', () => {
     }
     expect((await alice.request('GET', '/auth/me')).statusCode).toBe(200);
     expect((await other.request('GET', '/auth/me')).statusCode).toBe(200);
-    const spare = await signIn(t.app, t.adminToken, 'alice', { permissions: [['sales.hr.*', 'reader']] });
+    const spare = await signIn(t.app, t.adminToken, alice.identity, { permissions: [['sales.hr.*', 'reader']] });
     expect((await alice.request('DELETE', `${CREDS}/${spare.credentialId}`)).statusCode).toBe(200);
     expect((await spare.request('GET', '/auth/me')).statusCode).toBe(401);
   });
 
   it('creates only credentials narrower than itself', async () => {
+    const { CREDS, alice, narrowed } = await credentials('alice-create');
     const wider = await narrowed.request('POST', CREDS, { permissions: [['sales.*', 'writer']] });
     expect(wider.statusCode).toBe(403);
     expect(wider.json().code).toBe('PERMISSION_NOT_HELD');
@@ -58,7 +64,8 @@ describe('credentials managed by a narrowed token', () => {
   });
 
   it('revokes itself', async () => {
-    const self = await signIn(t.app, t.adminToken, 'alice', { permissions: [['sales.*', 'reader']] });
+    const CREDS = '/auth/clients/alice-self/credentials';
+    const self = await signIn(t.app, t.adminToken, 'alice-self', { permissions: [['sales.*', 'reader']] });
     const res = await self.request('DELETE', `${CREDS}/${self.credentialId}`);
     expect(res.statusCode, res.body).toBe(200);
     expect((await self.request('GET', '/auth/me')).statusCode).toBe(401);

@@ -8,11 +8,8 @@ import type { SandboxJobRunner } from './runner.ts';
 /** Warm sandbox engines through the job service: grants, snapshots, identities, cancel. */
 let t: TestApp;
 let alice: TestUser; // owner of sales
-let rita: TestUser; // reader on sales.orders.* (a policy the test removes)
-let ritaPolicy: string;
 
 const J = '/jobs/api/v1';
-const daily = { workspace: 'sales', collection: 'orders', dataset: 'daily' };
 const columns = [
   { name: 'id', type: 'BIGINT', nullable: false },
   { name: 'amount', type: 'DECIMAL(18,2)', nullable: true },
@@ -27,44 +24,60 @@ async function run(user: TestUser, sql: string) {
   return { status, data };
 }
 
+/** A dataset of its own for one test (sales.orders.<name>), with ids 1..100: no test sees another's snapshots or engines. */
+async function seedDaily(name: string) {
+  const ref = { workspace: 'sales', collection: 'orders', dataset: name };
+  await seedSnapshot(t, ref, columns, 'SELECT i AS id, (i * 1.5)::DECIMAL(18,2) AS amount FROM range(1, 101) t(i)');
+  return ref;
+}
+
+/** A reader of its own for one test, granted sales.orders.<dataset>; returns the user and the policy id. */
+async function reader(identity: string, dataset: string) {
+  const user = await signIn(t.app, t.adminToken, identity);
+  const policy = await alice.request('POST', '/policy/v1/access/workspace/sales/policies', { principal: { identity }, role: 'reader', pattern: `sales.orders.${dataset}` });
+  expect(policy.statusCode, policy.body).toBe(201);
+  return { user, policyId: policy.json().policy_id as string };
+}
+
 beforeAll(async () => {
   t = await createTestApp({ jobs: { timeoutMs: 30_000, workers: 2, memoryLimit: '256MB', threads: 1 } });
-  [alice, rita] = await Promise.all(['alice', 'rita'].map((id) => signIn(t.app, t.adminToken, id)));
+  alice = await signIn(t.app, t.adminToken, 'alice');
   await createWorkspace(alice, 'sales');
-  const policy = await alice.request('POST', '/policy/v1/access/workspace/sales/policies', { principal: { identity: 'rita' }, role: 'reader', pattern: 'sales.orders.*' });
-  expect(policy.statusCode, policy.body).toBe(201);
-  ritaPolicy = policy.json().policy_id;
-  await seedSnapshot(t, daily, columns, 'SELECT i AS id, (i * 1.5)::DECIMAL(18,2) AS amount FROM range(1, 101) t(i)');
 });
 afterAll(async () => t.close());
 
 describe('pooled sandboxes behind the job service', () => {
   it('reuses an engine for the same identity and views, and never across identities', async () => {
+    await seedDaily('reuse');
+    const { user: rita } = await reader('rita', 'reuse');
     const before = sandboxes().stats();
-    expect((await run(alice, 'SELECT count(*) AS n FROM sales.orders.daily')).data).toEqual([[100]]);
-    expect((await run(alice, 'SELECT max(id) AS m FROM sales.orders.daily')).data).toEqual([[100]]);
+    expect((await run(alice, 'SELECT count(*) AS n FROM sales.orders.reuse')).data).toEqual([[100]]);
+    expect((await run(alice, 'SELECT max(id) AS m FROM sales.orders.reuse')).data).toEqual([[100]]);
     const afterAlice = sandboxes().stats();
     expect(afterAlice.misses - before.misses).toBe(1);
     expect(afterAlice.hits - before.hits).toBe(1);
     // rita reads the same dataset: her own engine, not alice's.
-    expect((await run(rita, 'SELECT count(*) AS n FROM sales.orders.daily')).data).toEqual([[100]]);
+    expect((await run(rita, 'SELECT count(*) AS n FROM sales.orders.reuse')).data).toEqual([[100]]);
     expect(sandboxes().stats().misses - afterAlice.misses).toBe(1);
   });
 
   it('sees a new snapshot at once (other files: another engine)', async () => {
-    expect((await run(alice, 'SELECT count(*) AS n FROM sales.orders.daily')).data).toEqual([[100]]);
+    const daily = await seedDaily('fresh');
+    expect((await run(alice, 'SELECT count(*) AS n FROM sales.orders.fresh')).data).toEqual([[100]]);
     await seedSnapshot(t, daily, columns, 'SELECT i AS id, 1.00::DECIMAL(18,2) AS amount FROM range(101, 111) t(i)');
     const before = sandboxes().stats();
-    expect((await run(alice, 'SELECT count(*) AS n FROM sales.orders.daily')).data).toEqual([[110]]);
+    expect((await run(alice, 'SELECT count(*) AS n FROM sales.orders.fresh')).data).toEqual([[110]]);
     expect(sandboxes().stats().misses - before.misses).toBe(1);
     expect(sandboxes().stats().evicted.superseded - before.evicted.superseded).toBeGreaterThanOrEqual(1);
   });
 
   it('refuses a dataset once its grant is gone, even with a warm engine for it', async () => {
-    expect((await run(rita, 'SELECT count(*) AS n FROM sales.orders.daily')).data).toEqual([[110]]);
-    const removed = await alice.request('DELETE', `/policy/v1/access/workspace/sales/policies/${ritaPolicy}`);
+    await seedDaily('revoked');
+    const { user: rosa, policyId } = await reader('rosa', 'revoked');
+    expect((await run(rosa, 'SELECT count(*) AS n FROM sales.orders.revoked')).data).toEqual([[100]]);
+    const removed = await alice.request('DELETE', `/policy/v1/access/workspace/sales/policies/${policyId}`);
     expect(removed.statusCode, removed.body).toBe(200);
-    const refused = await run(rita, 'SELECT count(*) AS n FROM sales.orders.daily');
+    const refused = await run(rosa, 'SELECT count(*) AS n FROM sales.orders.revoked');
     expect(refused.status).toMatchObject({ status: 'failed', error: { code: 'DATASET_NOT_FOUND' } });
   });
 

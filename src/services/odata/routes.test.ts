@@ -99,14 +99,21 @@ describe('OData service', () => {
 
   describe('service document', () => {
     it('lists exactly the entity sets the caller may read', async () => {
-      const res = await get(alice, '/odata/api/v4/');
+      // A workspace of its own, laid out like acme, so datasets other tests add to acme do not show up here.
+      const [dora, reed] = await Promise.all(['dora', 'reed'].map((id) => signIn(t.app, t.adminToken, id)));
+      await createWorkspace(dora, 'listing');
+      const grant = await dora.request('POST', '/policy/v1/access/workspace/listing/policies', { principal: { identity: 'reed', type: 'user' }, role: 'reader', pattern: 'listing.sales.*' });
+      expect(grant.statusCode).toBe(201);
+      await seedSnapshot(t, { workspace: 'listing', collection: 'sales', dataset: 'orders' }, COLUMNS, ROWS_SQL(3));
+      await seedSnapshot(t, { workspace: 'listing', collection: 'hr', dataset: 'salaries' }, [{ name: 'pay', type: 'BIGINT', nullable: false }], 'SELECT 1 AS pay');
+      const res = await get(dora, '/odata/api/v4/');
       expect(res.statusCode).toBe(200);
       expect(res.headers['odata-version']).toBe('4.0');
       const doc = res.json();
       expect(doc['@odata.context']).toMatch(/\/odata\/api\/v4\/\$metadata$/);
-      expect(doc.value.map((s: { url: string }) => s.url).sort()).toEqual(['acme/hr/salaries', 'acme/sales/orders']);
-      const ritas = (await get(rita, '/odata/api/v4')).json().value.map((s: { url: string }) => s.url);
-      expect(ritas).toEqual(['acme/sales/orders']);
+      expect(doc.value.map((s: { url: string }) => s.url).sort()).toEqual(['listing/hr/salaries', 'listing/sales/orders']);
+      const reeds = (await get(reed, '/odata/api/v4')).json().value.map((s: { url: string }) => s.url);
+      expect(reeds).toEqual(['listing/sales/orders']);
       const bobs = (await get(bob, '/odata/api/v4/')).json().value.map((s: { url: string }) => s.url);
       expect(bobs).toEqual(['bobco/secret/plans']);
     });
@@ -358,15 +365,18 @@ describe('OData service', () => {
     });
 
     it('pages a tag consistently while @current follows new commits', async () => {
-      const tagged = (await rows(rita, 'acme/sales/orders@first?$top=200')).json();
-      const current = (await rows(rita, 'acme/sales/orders?$top=200')).json();
-      const other = { ...SALES };
+      // A dataset of its own, loaded and tagged like orders: the commits below leave orders' versions alone.
+      const other = { ...SALES, dataset: 'paged' };
+      const first = await seedSnapshot(t, other, COLUMNS, ROWS_SQL(250));
+      await seedSnapshot(t, other, COLUMNS, ROWS_SQL(300, 1000), { overwrite: true });
+      await t.app.lakeport.catalog.createTag(other, 'first', first, 'alice');
+      const tagged = (await rows(rita, 'acme/sales/paged@first?$top=200')).json();
+      const current = (await rows(rita, 'acme/sales/paged?$top=200')).json();
       await seedSnapshot(t, other, COLUMNS, ROWS_SQL(10, 5000), { overwrite: true });
       const taggedNext = (await get(rita, tagged['@odata.nextLink'].replace(/^https?:\/\/[^/]+/, ''))).json();
       expect(taggedNext.value.map((r: { id: number }) => r.id)).toEqual(Array.from({ length: 50 }, (_, i) => 200 + i));
       const currentNext = (await get(rita, current['@odata.nextLink'].replace(/^https?:\/\/[^/]+/, ''))).json();
       expect(currentNext.value).toEqual([]);
-      await seedSnapshot(t, other, COLUMNS, ROWS_SQL(300, 1000), { overwrite: true });
     });
   });
 

@@ -1,12 +1,12 @@
 import { parse } from 'csv-parse/sync';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { signIn, type TestUser } from '../../../test/clients.ts';
 import { createTestApp, type TestApp } from '../../../test/harness.ts';
 
 let t: TestApp;
 let alice: TestUser; // billing_admin of acme; owner of sales
 let bob: TestUser; // admin on sales
-let carol: TestUser; // reader on sales (granted in a test)
+let carol: TestUser; // reader on sales (granted in each test that needs it)
 let dave: TestUser; // no grants
 let eve: TestUser; // another tenant: owner of ops
 let acme: string;
@@ -41,13 +41,22 @@ const grant = (user: TestUser, identity: string, role: string, pattern: string, 
 
 describe('list', () => {
   it('needs owner or admin on the workspace', async () => {
-    const res = await alice.request('GET', `${P}/sales`);
+    // A workspace of its own, like sales: only the two genesis policies, whatever other tests granted in sales.
+    const made = await alice.request('PUT', '/control/v1/workspaces/listed', {
+      billing_account: acme,
+      members: [
+        { identity: 'alice', role: 'owner' },
+        { identity: 'bob', role: 'admin' },
+      ],
+    });
+    expect(made.statusCode, made.body).toBe(200);
+    const res = await alice.request('GET', `${P}/listed`);
     expect(res.statusCode).toBe(200);
-    expect(res.json().workspace).toBe('sales');
+    expect(res.json().workspace).toBe('listed');
     expect(res.json().policies).toHaveLength(2);
-    expect((await bob.request('GET', `${P}/sales`)).statusCode).toBe(200);
-    expect((await dave.request('GET', `${P}/sales`)).statusCode).toBe(403);
-    expect((await eve.request('GET', `${P}/sales`)).statusCode).toBe(403);
+    expect((await bob.request('GET', `${P}/listed`)).statusCode).toBe(200);
+    expect((await dave.request('GET', `${P}/listed`)).statusCode).toBe(403);
+    expect((await eve.request('GET', `${P}/listed`)).statusCode).toBe(403);
     expect((await alice.request('GET', `${P}/ops`)).statusCode).toBe(403);
     // Without grants, a missing workspace looks like any other: names cannot be probed.
     expect((await alice.request('GET', `${P}/nowhere`)).statusCode).toBe(403);
@@ -61,13 +70,27 @@ describe('list', () => {
 });
 
 describe('create, read, update, delete', () => {
-  let carolPolicy: string;
+  type Policy = { policy_id: string; principal: { identity: string } };
+  const policiesOf = async (identity: string) => ((await alice.request('GET', `${P}/sales`)).json().policies as Policy[]).filter((p) => p.principal.identity === identity);
+
+  // Each test starts with carol and dave holding nothing in sales (whichever test ran before).
+  beforeEach(async () => {
+    for (const identity of ['carol', 'dave']) {
+      for (const { policy_id } of await policiesOf(identity)) expect((await alice.request('DELETE', `${P}/sales/policies/${policy_id}`)).statusCode).toBe(200);
+    }
+  });
+
+  /** carol's reader policy on sales.*, granted by bob: what the tests after the first one read, change and delete. */
+  async function grantCarol(): Promise<string> {
+    const res = await grant(bob, 'carol', 'reader', 'sales.*');
+    expect(res.statusCode, res.body).toBe(201);
+    return res.json().policy_id;
+  }
 
   it('lets an admin grant up to their own role, never owner', async () => {
     const res = await grant(bob, 'carol', 'reader', 'sales.*');
     expect(res.statusCode).toBe(201);
     expect(res.json()).toMatchObject({ workspace: 'sales', principal: { identity: 'carol', type: 'user' }, role: 'reader', pattern: 'sales.*', created_by: 'bob' });
-    carolPolicy = res.json().policy_id;
     const owner = await grant(bob, 'dave', 'owner', 'sales.*');
     expect(owner.statusCode).toBe(403);
     expect(owner.json().code).toBe('ROLE_ABOVE_OWN');
@@ -76,6 +99,7 @@ describe('create, read, update, delete', () => {
   });
 
   it('refuses readers, other tenants and duplicates', async () => {
+    await grantCarol();
     expect((await grant(carol, 'dave', 'reader', 'sales.*')).statusCode).toBe(403);
     expect((await grant(eve, 'eve', 'owner', 'sales.*')).statusCode).toBe(403);
     const dup = await grant(alice, 'carol', 'writer', 'SALES.*');
@@ -101,6 +125,7 @@ describe('create, read, update, delete', () => {
   });
 
   it('reads a policy: admins, and the principal itself', async () => {
+    const carolPolicy = await grantCarol();
     expect((await alice.request('GET', `${P}/sales/policies/${carolPolicy}`)).json().principal.identity).toBe('carol');
     expect((await carol.request('GET', `${P}/sales/policies/${carolPolicy}`)).statusCode).toBe(200);
     expect((await dave.request('GET', `${P}/sales/policies/${carolPolicy}`)).statusCode).toBe(403);
@@ -109,6 +134,7 @@ describe('create, read, update, delete', () => {
   });
 
   it('updates role and pattern within the same limits', async () => {
+    const carolPolicy = await grantCarol();
     const res = await bob.request('PUT', `${P}/sales/policies/${carolPolicy}`, { role: 'writer', pattern: 'sales.orders.*' });
     expect(res.statusCode).toBe(200);
     expect(res.json()).toMatchObject({ role: 'writer', pattern: 'sales.orders.*' });
@@ -122,6 +148,7 @@ describe('create, read, update, delete', () => {
   });
 
   it('deletes, but never the last owner', async () => {
+    const carolPolicy = await grantCarol();
     expect((await carol.request('DELETE', `${P}/sales/policies/${carolPolicy}`)).statusCode).toBe(403);
     const res = await bob.request('DELETE', `${P}/sales/policies/${carolPolicy}`);
     expect(res.statusCode).toBe(200);
@@ -190,6 +217,9 @@ describe('genesis', () => {
 
 describe('effective-permissions.csv', () => {
   it('resolves each policy against the datasets, one row per covered dataset (owner only)', async () => {
+    // Policies of its own to resolve: frank holds a wildcard and a single dataset.
+    expect((await grant(alice, 'frank', 'admin', 'sales.orders.*')).statusCode).toBe(201);
+    expect((await grant(alice, 'frank', 'owner', 'sales.hr.people')).statusCode).toBe(201);
     const res = await alice.request('GET', `${P}/sales/effective-permissions.csv`);
     expect(res.statusCode).toBe(200);
     expect(res.headers['content-type']).toMatch(/^text\/csv/);
@@ -197,8 +227,8 @@ describe('effective-permissions.csv', () => {
     expect(Object.keys(rows[0])).toEqual(['policy_id', 'principal', 'principal_type', 'role', 'pattern', 'dataset', 'collection', 'kind']);
     const of = (principal: string, pattern: string) => rows.filter((r) => r.principal === principal && r.pattern === pattern).map((r) => r.dataset).sort();
     expect(of('alice', 'sales.*')).toEqual(['sales.hr.people', 'sales.orders.daily', 'sales.orders.monthly']);
-    expect(of('dave', 'sales.orders.*')).toEqual(['sales.orders.daily', 'sales.orders.monthly']);
-    expect(of('dave', 'sales.hr.people')).toEqual(['sales.hr.people']);
+    expect(of('frank', 'sales.orders.*')).toEqual(['sales.orders.daily', 'sales.orders.monthly']);
+    expect(of('frank', 'sales.hr.people')).toEqual(['sales.hr.people']);
     const alicePolicyIds = new Set(rows.filter((r) => r.principal === 'alice').map((r) => r.policy_id));
     expect(alicePolicyIds.size).toBe(1); // a wildcard's policy_id repeats
     expect(rows.some((r) => r.dataset.startsWith('ops.'))).toBe(false);

@@ -141,23 +141,26 @@ afterAll(async () => {
 
 describe('reading S3 (storage_b) with an s3_access_key secret', () => {
   it('reads Parquet under the scope through a glob, counts the use, and leaves no copy or pooled engine behind', async () => {
-    const before = await secretRow('raw');
+    // A secret of its own, so its first use is this test's whatever ran before.
+    await createSecret(`CREATE SECRET counted IN sales (TYPE 'storage_b_access_key', ACCESS_KEY_ID :id, SECRET_ACCESS_KEY :sk, REGION 'eu-west-1', SCOPE '${SCOPE}')`, { id: s3.accessKeyId, sk: s3.secretAccessKey });
+    const before = await secretRow('counted');
     expect(before).toMatchObject({ use_count: 0, last_used_at: null });
     const pooled = (runner().engines.shared as InlineQueryEngine).sandboxes.stats().acquired;
-    const job = await run(alice, `SELECT count(*) AS n, sum(amount) AS total, min(id) AS lo, max(id) AS hi FROM read_parquet('s3://${BUCKET}/team/orders/*.parquet', credentials => 'sales.raw')`);
+    const job = await run(alice, `SELECT count(*) AS n, sum(amount) AS total, min(id) AS lo, max(id) AS hi FROM read_parquet('s3://${BUCKET}/team/orders/*.parquet', credentials => 'sales.counted')`);
     expect(job.status, JSON.stringify(job.error)).toBe('succeeded');
     expect(job.data).toEqual([[150, 113250, 1, 150]]);
-    const after = await secretRow('raw');
+    const after = await secretRow('counted');
     expect(after.use_count).toBe(1);
     expect(after.last_used_at).toBeInstanceOf(Date);
     expect(leftovers()).toEqual([]);
     // The job ran on an engine of its own, never one of the pool's.
     expect((runner().engines.shared as InlineQueryEngine).sandboxes.stats().acquired).toBe(pooled);
     // The stored statement is the user's, as written.
-    expect(job.sql_text).toContain("credentials => 'sales.raw'");
+    expect(job.sql_text).toContain("credentials => 'sales.counted'");
   });
 
   it('reads CSV (a prefix, with options) and JSONL (a list of URLs), joined with a dataset', async () => {
+    const uses = (await secretRow('raw')).use_count;
     const csv = await run(alice, `SELECT id, name FROM read_csv('s3://${BUCKET}/team/csv/', header = true, delim = ';', columns = {'id': 'BIGINT', 'name': 'VARCHAR'}, credentials => 'sales.raw') ORDER BY id`);
     expect(csv.status, JSON.stringify(csv.error)).toBe('succeeded');
     expect(csv.data).toEqual([[1, 'ann'], [2, 'bob'], [3, 'cid']]);
@@ -170,7 +173,7 @@ describe('reading S3 (storage_b) with an s3_access_key secret', () => {
     );
     expect(jsonl.status, JSON.stringify(jsonl.error)).toBe('succeeded');
     expect(jsonl.data).toEqual([['ann', 'buy', 1], ['ann', 'view', 1], ['bob', 'buy', 1]]);
-    expect((await secretRow('raw')).use_count).toBe(3);
+    expect((await secretRow('raw')).use_count).toBe(uses + 2);
     expect(leftovers()).toEqual([]);
   });
 
@@ -252,7 +255,8 @@ describe('reading S3 (storage_b) with an s3_access_key secret', () => {
     expect(submitted.statusCode, submitted.body).toBe(201);
     const id = submitted.json().execution_id;
     await expect.poll(async () => (await alice.request('GET', `${J}/jobs/${id}/status`)).json().status, { timeout: 10_000 }).toBe('running');
-    await new Promise((r) => setTimeout(r, 300));
+    // Cancel once the read has copies to remove (polling, not sleeping).
+    await expect.poll(() => leftovers().length, { timeout: 10_000, interval: 10 }).toBeGreaterThan(0);
     expect((await alice.request('POST', `${J}/jobs/${id}/cancel`)).statusCode).toBe(200);
     expect((await alice.request('GET', `${J}/jobs/${id}/status?wait=20`)).json().status).toBe('cancelled');
     expect(leftovers()).toEqual([]);
@@ -268,7 +272,9 @@ describe('reading S3 (storage_b) with an s3_access_key secret', () => {
       timeout_ms: 1_000,
     } as unknown as JobRow;
     const handle = runner().start(row);
-    setTimeout(() => handle.cancel('timeout'), 1_000);
+    // The time limit strikes once the read has copies to remove (polling, not a timer).
+    await expect.poll(() => leftovers().length, { timeout: 10_000, interval: 10 }).toBeGreaterThan(0);
+    handle.cancel('timeout');
     expect(await handle.done).toMatchObject({ status: 'failed', error: { code: 'JOB_TIMEOUT' } });
     expect(leftovers()).toEqual([]);
   });
@@ -314,10 +320,11 @@ describe('reading S3 (storage_b) with an s3_access_key secret', () => {
 
 describe('reading Google Cloud Storage (storage_a) with a gcs_service_account secret', () => {
   it('reads CSV under the scope through the JSON API with a signed service-account assertion', async () => {
+    const uses = (await secretRow('gcs')).use_count;
     const job = await run(alice, "SELECT id, city FROM read_csv('gs://gcs-lake/exports/2024/*.csv', header = true, credentials => 'sales.gcs') ORDER BY id");
     expect(job.status, JSON.stringify(job.error)).toBe('succeeded');
     expect(job.data).toEqual([[1, 'Oslo'], [2, 'Rome'], [3, 'Lima']]);
-    expect((await secretRow('gcs')).use_count).toBe(1);
+    expect((await secretRow('gcs')).use_count).toBe(uses + 1);
     expect(gcs.requests).toContain('GET /storage/v1/b/gcs-lake/o/exports%2F2024%2Fa.csv?alt=media');
     expect(leftovers()).toEqual([]);
   });

@@ -194,9 +194,10 @@ describe('CREATE TAG and DROP TAG', () => {
   });
 
   it('tags are immutable: a second CREATE TAG of a name is 409, and there is no OR REPLACE', async () => {
-    await refused(wendy, `CREATE TAG q1_close ON sales.orders.daily AT (VERSION => ${firstSnapshot})`, 409, 'TAG_EXISTS');
-    await refused(wendy, 'CREATE OR REPLACE TAG q1_close ON sales.orders.daily', 400, 'STATEMENT_NOT_SUPPORTED');
-    expect((await t.app.lakeport.catalog.listTags(daily)).find((tag) => tag.name === 'q1_close')?.snapshot_id).toBe(secondSnapshot);
+    await ok(wendy, 'CREATE TAG frozen ON sales.orders.daily');
+    await refused(wendy, `CREATE TAG frozen ON sales.orders.daily AT (VERSION => ${firstSnapshot})`, 409, 'TAG_EXISTS');
+    await refused(wendy, 'CREATE OR REPLACE TAG frozen ON sales.orders.daily', 400, 'STATEMENT_NOT_SUPPORTED');
+    expect((await t.app.lakeport.catalog.listTags(daily)).find((tag) => tag.name === 'frozen')?.snapshot_id).toBe(secondSnapshot);
   });
 
   it('needs writer; a dataset the caller cannot read looks missing', async () => {
@@ -217,12 +218,14 @@ describe('CREATE TAG and DROP TAG', () => {
   });
 
   it('history_protection keeps tags', async () => {
+    await ok(wendy, 'CREATE TAG kept ON sales.orders.daily');
     await t.app.lakeport.catalog.setNamespaceProperties('sales', { history_protection: true });
     try {
-      await refused(wendy, 'DROP TAG q1_close ON sales.orders.daily', 423, 'GUARDED');
+      await refused(wendy, 'DROP TAG kept ON sales.orders.daily', 423, 'GUARDED');
     } finally {
       await t.app.lakeport.catalog.setNamespaceProperties('sales', { history_protection: null });
     }
+    expect((await t.app.lakeport.catalog.listTags(daily)).find((tag) => tag.name === 'kept')?.snapshot_id).toBe(secondSnapshot);
   });
 });
 
