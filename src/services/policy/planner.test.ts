@@ -34,6 +34,12 @@ afterAll(async () => t?.close());
 type Policy = { policy_id: string; principal: { identity: string; type: string }; role: string; pattern: string };
 const policies = async () => (await alice.request('GET', P)).json().policies as Policy[];
 const policyOf = async (identity: string) => (await policies()).find((p) => p.principal.identity === identity);
+/** A reader policy on plan.* of the test's own, granted by alice. */
+async function grantReader(identity: string): Promise<Policy> {
+  const res = await alice.request('POST', `${P}/policies`, { principal: { identity }, role: 'reader', pattern: 'plan.*' });
+  expect(res.statusCode, res.body).toBe(201);
+  return res.json();
+}
 
 /** The same request, dry and for real: the dry one answers with the same refusal, or a plan and no change. */
 async function dryThenReal(user: TestUser, method: string, url: string, body?: unknown) {
@@ -70,24 +76,24 @@ describe('dry run on the policy API', () => {
   });
 
   it('PUT ?dry_run=true answers the policy before and after', async () => {
-    const carolPolicy = (await policyOf('carol'))!;
-    const { dry, real } = await dryThenReal(adam, 'PUT', `${P}/policies/${carolPolicy.policy_id}`, { role: 'writer', pattern: 'plan.sales.*' });
+    const petePolicy = await grantReader('pete');
+    const { dry, real } = await dryThenReal(adam, 'PUT', `${P}/policies/${petePolicy.policy_id}`, { role: 'writer', pattern: 'plan.sales.*' });
     expect(dry.json()).toMatchObject({
       dry_run: true,
       effect: 'update',
-      before: { policy_id: carolPolicy.policy_id, role: 'reader', pattern: 'plan.*' },
-      after: { principal: { identity: 'carol', type: 'user' }, role: 'writer', pattern: 'plan.sales.*' },
+      before: { policy_id: petePolicy.policy_id, role: 'reader', pattern: 'plan.*' },
+      after: { principal: { identity: 'pete', type: 'user' }, role: 'writer', pattern: 'plan.sales.*' },
     });
     expect(real.statusCode).toBe(200);
     expect(real.json()).toMatchObject({ role: 'writer', pattern: 'plan.sales.*' });
   });
 
   it('DELETE ?dry_run=true answers the policy it would remove', async () => {
-    const carolPolicy = (await policyOf('carol'))!;
-    const { dry, real } = await dryThenReal(adam, 'DELETE', `${P}/policies/${carolPolicy.policy_id}`);
-    expect(dry.json()).toMatchObject({ dry_run: true, effect: 'delete', before: { policy_id: carolPolicy.policy_id }, after: null });
+    const doraPolicy = await grantReader('dora');
+    const { dry, real } = await dryThenReal(adam, 'DELETE', `${P}/policies/${doraPolicy.policy_id}`);
+    expect(dry.json()).toMatchObject({ dry_run: true, effect: 'delete', before: { policy_id: doraPolicy.policy_id }, after: null });
     expect(real.statusCode).toBe(200);
-    expect(await policyOf('carol')).toBeUndefined();
+    expect(await policyOf('dora')).toBeUndefined();
   });
 
   it('refuses a dry run exactly as the change itself: ROLE_ABOVE_OWN, POLICY_EXISTS, LAST_OWNER, 422', async () => {
