@@ -46,6 +46,21 @@ describe('lakeport CLI', () => {
     expect(second.stdout).toMatch(/up to date/);
   });
 
+  it('migrate creates a data directory that does not exist yet', { timeout: 120_000 }, async () => {
+    const own = tempDir('lakeport-cli-new-');
+    onTestFinished(() => own.remove());
+    const dataDir = path.join(own.dir, 'not', 'yet');
+    const ownEnv: NodeJS.ProcessEnv = { ...env, LAKEPORT_DATA_DIR: dataDir };
+    if (TEST_DATABASE_URL) {
+      const db = await createPostgresDatabaseUrl();
+      onTestFinished(() => db.drop());
+      ownEnv.DATABASE_URL = db.url;
+    }
+    const { stdout } = await run('node', [BIN, 'migrate'], { env: ownEnv, timeout: 110_000 });
+    expect(stdout).toMatch(/applied migrations 1/);
+    if (!TEST_DATABASE_URL) expect(fs.existsSync(path.join(dataDir, 'pgdata', 'PG_VERSION'))).toBe(true);
+  });
+
   it('admin create-credential prints a one-time secret', async () => {
     const { stdout, stderr } = await lakeport('admin', 'create-credential', '--client-id', 'svc-loader', '--type', 'loader', '--permission', 'sales.*=writer');
     const created = JSON.parse(stdout);

@@ -1,35 +1,28 @@
 import { parseArgs } from 'node:util';
 import { pino } from 'pino';
 import { ConfigError, loadConfig, type Config } from '../config.ts';
-import { migrate, openDatabase } from '../core/db/index.ts';
-import { openRuntime, serve, work } from '../main.ts';
-import { createAuthService } from '../services/auth/index.ts';
+import { argumentError, commandAt, usage, UsageError, wantsHelp } from './usage.ts';
 
-const USAGE = `Usage: lakeport <command>
-
-Commands:
-  serve                                   run every service (what npm start runs)
-  query "SQL" [--param k=v]... [--format table|csv|json]   run a query job and print its rows
-  worker                                  run queued query jobs without serving HTTP
-  migrate                                 apply database migrations and exit
-  admin create-credential --client-id ID  create a credential and print its one-time secret
-        [--type NAME] [--expires-in-days N|never] [--scope S]... [--permission PATTERN=ROLE]...
-  admin rotate-keys                       rotate the token signing key
-  upload FILE... --to WS.COLL.DS          upload files into a dataset (lakeport upload --help; docs/cli.md)
-
-Configuration comes from the environment (see README.md).`;
-
-class UsageError extends Error {}
+// The rest of the server is imported only once a command runs, so `--help` loads (and opens) nothing.
 
 /** A command's log goes to stderr: its stdout is its answer. */
 const commandLog = (config: Config) => pino({ level: config.logLevel }, pino.destination(2));
 
-async function adminCommand(args: string[]) {
-  const [sub, ...rest] = args;
-  const config = loadConfig();
-  if (sub === 'create-credential') {
-    const { values } = parseArgs({
-      args: rest,
+/** For commands that take no arguments: anything given is a usage mistake. */
+function noArguments(path: string[], args: string[]) {
+  try {
+    parseArgs({ args, options: {} });
+  } catch (error) {
+    throw argumentError(error, path);
+  }
+}
+
+async function createCredential(args: string[]): Promise<number> {
+  const path = ['admin', 'create-credential'];
+  let values;
+  try {
+    ({ values } = parseArgs({
+      args,
       options: {
         'client-id': { type: 'string' },
         type: { type: 'string', default: 'interactive' },
@@ -37,92 +30,133 @@ async function adminCommand(args: string[]) {
         scope: { type: 'string', multiple: true, default: [] },
         permission: { type: 'string', multiple: true, default: [] },
       },
-    });
-    if (!values['client-id']) throw new UsageError('--client-id is required');
-    const { CreateCredentialRequest } = await import('../services/auth/schemas.ts');
-    const { Identity } = await import('../core/http/index.ts');
-    const clientId = Identity.safeParse(values['client-id']);
-    if (!clientId.success) throw new UsageError(`--client-id ${clientId.error.issues[0].message}`);
-    const expires = values['expires-in-days'] === 'never' ? null : Number(values['expires-in-days']);
-    const input = CreateCredentialRequest.safeParse({
-      type: values.type,
-      expires_in_days: expires,
-      scopes: values.scope,
-      permissions: values.permission.map((p) => {
-        const at = p.lastIndexOf('=');
-        return at < 0 ? [p, ''] : [p.slice(0, at), p.slice(at + 1)];
-      }),
-    });
-    if (!input.success) {
-      const issue = input.error.issues[0];
-      throw new UsageError(`${issue.path.join('.')}: ${issue.message}`);
-    }
-    const runtime = await openRuntime(config, commandLog(config));
-    try {
-      const auth = await createAuthService({ ...runtime.deps });
-      const created = await auth.credentials.create({ kind: 'admin' }, clientId.data, input.data);
-      process.stdout.write(
-        `${JSON.stringify({ credential_id: created.credential_id, client_id: created.client_id, secret: created.secret, expires_at: created.expires_at }, null, 2)}\n`,
-      );
-      process.stderr.write('The secret is shown only once; store it now.\n');
-    } finally {
-      await runtime.db.close();
-    }
-    return;
+    }));
+  } catch (error) {
+    throw argumentError(error, path);
   }
-  if (sub === 'rotate-keys') {
-    const runtime = await openRuntime(config, commandLog(config));
-    try {
-      const auth = await createAuthService({ ...runtime.deps });
-      process.stdout.write(`${JSON.stringify(await auth.keys.rotate())}\n`);
-    } finally {
-      await runtime.db.close();
-    }
-    return;
+  if (!values['client-id']) throw new UsageError('--client-id is required', path);
+  const { CreateCredentialRequest } = await import('../services/auth/schemas.ts');
+  const { Identity } = await import('../core/http/index.ts');
+  const clientId = Identity.safeParse(values['client-id']);
+  if (!clientId.success) throw new UsageError(`--client-id ${clientId.error.issues[0].message}`, path);
+  const expires = values['expires-in-days'] === 'never' ? null : Number(values['expires-in-days']);
+  const input = CreateCredentialRequest.safeParse({
+    type: values.type,
+    expires_in_days: expires,
+    scopes: values.scope,
+    permissions: values.permission.map((p) => {
+      const at = p.lastIndexOf('=');
+      return at < 0 ? [p, ''] : [p.slice(0, at), p.slice(at + 1)];
+    }),
+  });
+  if (!input.success) {
+    const issue = input.error.issues[0];
+    throw new UsageError(`${issue.path.join('.')}: ${issue.message}`, path);
   }
-  throw new UsageError(`unknown admin command '${sub ?? ''}'`);
+  const config = loadConfig();
+  const { openRuntime } = await import('../main.ts');
+  const { createAuthService } = await import('../services/auth/index.ts');
+  const runtime = await openRuntime(config, commandLog(config));
+  try {
+    const auth = await createAuthService({ ...runtime.deps });
+    const created = await auth.credentials.create({ kind: 'admin' }, clientId.data, input.data);
+    process.stdout.write(
+      `${JSON.stringify({ credential_id: created.credential_id, client_id: created.client_id, secret: created.secret, expires_at: created.expires_at }, null, 2)}\n`,
+    );
+    process.stderr.write('The secret is shown only once; store it now.\n');
+  } finally {
+    await runtime.db.close();
+  }
+  return 0;
+}
+
+async function rotateKeys(args: string[]): Promise<number> {
+  noArguments(['admin', 'rotate-keys'], args);
+  const config = loadConfig();
+  const { openRuntime } = await import('../main.ts');
+  const { createAuthService } = await import('../services/auth/index.ts');
+  const runtime = await openRuntime(config, commandLog(config));
+  try {
+    const auth = await createAuthService({ ...runtime.deps });
+    process.stdout.write(`${JSON.stringify(await auth.keys.rotate())}\n`);
+  } finally {
+    await runtime.db.close();
+  }
+  return 0;
+}
+
+async function migrateCommand(args: string[]): Promise<number> {
+  noArguments(['migrate'], args);
+  const config = loadConfig();
+  const { migrate, openDatabase } = await import('../core/db/index.ts');
+  const db = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
+  try {
+    const applied = await migrate(db);
+    process.stdout.write(applied.length ? `applied migrations ${applied.join(', ')}\n` : 'database is up to date\n');
+  } finally {
+    await db.close();
+  }
+  return 0;
+}
+
+/** Runs one leaf command of the table in `usage.ts` (keyed by its path) and returns its exit code; -1 keeps the process running. */
+const RUN: Record<string, (args: string[]) => Promise<number>> = {
+  serve: async (args) => {
+    noArguments(['serve'], args);
+    await (await import('../main.ts')).serve(loadConfig());
+    return -1;
+  },
+  worker: async (args) => {
+    noArguments(['worker'], args);
+    await (await import('../main.ts')).work(loadConfig());
+    return -1;
+  },
+  migrate: migrateCommand,
+  query: async (args) => {
+    const code = await (await import('./query.ts')).queryCommand(args);
+    if (code === 2) process.stderr.write(`${usage(['query'])}\n`);
+    return code;
+  },
+  upload: async (args) => (await import('./upload.ts')).uploadCommand(args),
+  'admin create-credential': createCredential,
+  'admin rotate-keys': rotateKeys,
+};
+
+/**
+ * Finds the command `argv` names: its path in the table and its own arguments. `-h`/`--help` is
+ * looked for by the caller, so a help request only needs the path to be right.
+ */
+function resolve(argv: string[]): { path: string[]; args: string[] } {
+  const path: string[] = [];
+  let args = argv;
+  for (;;) {
+    const { subcommands } = commandAt(path)!;
+    if (!subcommands) return { path, args };
+    const [name, ...rest] = args;
+    if (name === undefined || name.startsWith('-')) {
+      if (wantsHelp(args)) return { path, args };
+      const what = path.length ? `${path.join(' ')} subcommand` : 'command';
+      throw new UsageError(name === undefined ? `missing ${what}` : `unknown option '${name}'`, path);
+    }
+    if (!Object.hasOwn(subcommands, name)) throw new UsageError(`unknown ${path.length ? `${path.join(' ')} ` : ''}command '${name}'`, path);
+    path.push(name);
+    args = rest;
+  }
 }
 
 export async function main(argv: string[]): Promise<number> {
-  const [command, ...rest] = argv;
   try {
-    switch (command) {
-      case 'serve':
-        await serve(loadConfig());
-        return -1; // keep running
-      case 'worker':
-        await work(loadConfig());
-        return -1;
-      case 'migrate': {
-        const config = loadConfig();
-        const db = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
-        try {
-          const applied = await migrate(db);
-          process.stdout.write(applied.length ? `applied migrations ${applied.join(', ')}\n` : 'database is up to date\n');
-        } finally {
-          await db.close();
-        }
-        return 0;
-      }
-      case 'admin':
-        await adminCommand(rest);
-        return 0;
-      case 'upload':
-        return (await import('./upload.ts')).uploadCommand(rest);
-      case 'query':
-        return (await import('./query.ts')).queryCommand(rest);
-      case undefined:
-      case 'help':
-      case '--help':
-      case '-h':
-        process.stdout.write(`${USAGE}\n`);
-        return command === undefined ? 2 : 0;
-      default:
-        throw new UsageError(`unknown command '${command}'`);
+    // `lakeport help admin rotate-keys` is `lakeport admin rotate-keys --help`.
+    const { path, args } = resolve(argv[0] === 'help' ? [...argv.slice(1), '--help'] : argv);
+    // Before anything is loaded, opened or changed.
+    if (wantsHelp(args)) {
+      process.stdout.write(`${usage(path)}\n`);
+      return 0;
     }
+    return await RUN[path.join(' ')](args);
   } catch (error) {
     if (error instanceof UsageError) {
-      process.stderr.write(`lakeport: ${error.message}\n${USAGE}\n`);
+      process.stderr.write(`lakeport: ${error.message}\n${usage(error.path)}\n`);
       return 2;
     }
     if (error instanceof ConfigError) {

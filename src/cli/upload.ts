@@ -8,6 +8,7 @@ import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
 import { statIfExists } from '../core/files.ts';
+import { argumentError, usage } from './usage.ts';
 import {
   FILE_FORMATS,
   LakeportApiError,
@@ -35,22 +36,7 @@ export interface UploadIO {
   retryBackoffMs?: number;
 }
 
-export const UPLOAD_USAGE = `Usage: lakeport upload FILE... --to WORKSPACE.COLLECTION.DATASET [options]
-
-Options:
-  --to WS.COLL.DS          destination dataset (required)
-  --mode MODE              auto (default), infer, declared or dataset
-  --accept                 accept a proposed (inferred) schema without asking
-  --message TEXT           commit message
-  --format FORMAT          csv, jsonl or parquet (default: from the file extension)
-  --delimiter CHAR         CSV field delimiter (\\t for tab; .tsv files default to tab)
-  --column NAME=TYPE       declare a column (--mode declared) or retype one; repeatable;
-                           append " NOT NULL" to the type to declare it non-nullable
-  --ignore NAME            leave a column out of the upload; repeatable
-  --sample-bytes N         largest text sample per file (default 1048576)
-
-Environment: LAKEPORT_URL (default http://127.0.0.1:8080), LAKEPORT_CLIENT_ID and
-LAKEPORT_CLIENT_SECRET, or LAKEPORT_TOKEN.`;
+export const UPLOAD_USAGE = usage(['upload']);
 
 const MODES: readonly SchemaMode[] = ['auto', 'infer', 'declared', 'dataset'];
 const DESTINATION = /^[A-Za-z0-9_]+\.[A-Za-z0-9_]+\.[A-Za-z0-9_]+$/;
@@ -102,7 +88,7 @@ function parseOptions(args: string[]): Options | 'help' {
       },
     });
   } catch (error) {
-    throw new UsageError(error instanceof Error ? error.message : String(error));
+    throw new UsageError(argumentError(error, ['upload']).message);
   }
   const { values, positionals } = parsed;
   if (values.help) return 'help';

@@ -20,6 +20,13 @@ describe('lockDirectory', () => {
     lockDirectory(data, refusal)();
   });
 
+  it('creates the directory that holds the lock when it is missing', () => {
+    const data = path.join(dir.dir, 'missing', 'deeper', 'pgdata');
+    const release = lockDirectory(data, refusal);
+    expect(fs.readFileSync(`${data}.lock`, 'utf8')).toBe(String(process.pid));
+    release();
+  });
+
   it('refuses while another live process holds it', async () => {
     const data = path.join(dir.dir, 'b');
     const other = spawn('sleep', ['30']);
