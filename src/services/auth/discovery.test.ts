@@ -22,7 +22,7 @@ const isUrl = (value: unknown) => typeof value === 'string' && URL.canParse(valu
  * zero elements are omitted) and §3.3 (the issuer is the one the metadata URL was derived from).
  * Returns the problems; [] means the document passes.
  */
-export function rfc8414Problems(doc: Metadata, options: { allowHttp: boolean; expectedIssuer?: string }): string[] {
+function rfc8414Problems(doc: Metadata, options: { allowHttp: boolean; expectedIssuer?: string }): string[] {
   const problems: string[] = [];
   const arrayOrAbsent = (key: string) => {
     if (doc[key] !== undefined && !Array.isArray(doc[key])) problems.push(`"${key}" MUST be JSON array`);
@@ -90,7 +90,7 @@ export function rfc8414Problems(doc: Metadata, options: { allowHttp: boolean; ex
  * display, claim types and prompt values), plus the REQUIRED fields of §3 that authlib leaves to
  * RFC 8414's rules (authorization_endpoint, token_endpoint). RFC 8414's checks apply as well.
  */
-export function oidcProblems(doc: Metadata, options: { allowHttp: boolean; expectedIssuer?: string }): string[] {
+function oidcProblems(doc: Metadata, options: { allowHttp: boolean; expectedIssuer?: string }): string[] {
   const problems = rfc8414Problems(doc, options);
   const oneOf = (key: string, allowed: string[]) => {
     const values = doc[key];
