@@ -46,7 +46,8 @@ import { createWorkspace, signIn, type TestUser } from './clients.ts';
  * - GET /auth/jwks: public signing keys, needed by anyone verifying tokens (RFC 7517).
  * - GET /auth/.well-known/{openid-configuration,oauth-authorization-server}: discovery under the
  *   issuer (docs/auth.md "Discovery and keys"); and the RFC 8414 root form
- *   /.well-known/{oauth-authorization-server,openid-configuration}/auth (auth.rootWellKnown).
+ *   /.well-known/{oauth-authorization-server,openid-configuration}/auth and the bare root
+ *   /.well-known/openid-configuration (auth.rootWellKnown).
  * - GET /<prefix>/openapi.json for the seven services: the OpenAPI document served by
  *   core/http/openapi.ts `serviceDocs` with no hook (DESIGN.md: "GET <prefix>/openapi.json per service").
  * - GET /odata/.well-known/llms.txt: directives for automated agents, registered outside the
@@ -62,6 +63,7 @@ const PUBLIC_ROUTES = new Set<string>([
   'GET /auth/.well-known/oauth-authorization-server',
   'GET /.well-known/oauth-authorization-server/auth',
   'GET /.well-known/openid-configuration/auth',
+  'GET /.well-known/openid-configuration',
   'GET /auth/openapi.json',
   'GET /upload/openapi.json',
   'GET /jobs/openapi.json',

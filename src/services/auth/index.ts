@@ -51,10 +51,16 @@ export async function createAuthService(options: AuthServiceOptions) {
     publicUrl: options.publicUrl,
     billingAccountOf: options.billingAccountOf ?? (async () => null),
   });
-  /** RFC 8414 places metadata for an issuer with a path at `/.well-known/oauth-authorization-server/auth`. */
+  /**
+   * Metadata outside /auth: RFC 8414 §3 places it for the issuer `…/auth` at
+   * `/.well-known/oauth-authorization-server/auth` (and §5 the OIDC suffix the same way); the bare
+   * `/.well-known/openid-configuration` serves tools that look only at the root. Every copy names
+   * the one issuer, `…/auth`.
+   */
   const rootWellKnown = async (app: FastifyInstance) => {
     app.get(`/.well-known/oauth-authorization-server${AUTH_PREFIX}`, { schema: { hide: true } }, async () => discoveryDocument(options.publicUrl));
     app.get(`/.well-known/openid-configuration${AUTH_PREFIX}`, { schema: { hide: true } }, async () => discoveryDocument(options.publicUrl));
+    app.get('/.well-known/openid-configuration', { schema: { hide: true } }, async () => discoveryDocument(options.publicUrl));
   };
   /** An onRequest hook for the whole app: throttles bad x-admin-token headers per source address. */
   const adminTokenGuard = adminTokenThrottle(options.adminToken, throttle);

@@ -451,7 +451,13 @@ describe('keys and discovery', () => {
       expect(k.kid).toBeTruthy();
       expect(k.d).toBeUndefined();
     }
-    for (const url of ['/auth/.well-known/openid-configuration', '/auth/.well-known/oauth-authorization-server', '/.well-known/oauth-authorization-server/auth']) {
+    for (const url of [
+      '/auth/.well-known/openid-configuration',
+      '/auth/.well-known/oauth-authorization-server',
+      '/.well-known/oauth-authorization-server/auth',
+      '/.well-known/openid-configuration/auth',
+      '/.well-known/openid-configuration',
+    ]) {
       const doc = (await t.app.inject({ method: 'GET', url })).json();
       expect(doc).toMatchObject({
         issuer: `${TEST_PUBLIC_URL}/auth`,

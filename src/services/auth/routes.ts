@@ -30,7 +30,13 @@ export interface AuthRouteDeps {
 
 export const AUTH_PREFIX = '/auth';
 
-/** The discovery document served at both well-known paths (OIDC and RFC 8414). */
+/**
+ * The metadata document served at every well-known path (RFC 8414 and OpenID Connect Discovery).
+ * Lakeport is a machine-to-machine authorization server: it has a token endpoint and no
+ * authorization endpoint, issues access tokens and no ID tokens. What each field says, and why
+ * `authorization_endpoint` is absent and `response_types_supported` is `["none"]`: docs/auth.md,
+ * "Discovery and keys".
+ */
 export function discoveryDocument(publicUrl: PublicUrl) {
   const base = publicUrl.service(AUTH_PREFIX);
   const authMethods = ['client_secret_basic', 'client_secret_post'];
@@ -44,7 +50,13 @@ export function discoveryDocument(publicUrl: PublicUrl) {
     token_endpoint_auth_methods_supported: authMethods,
     revocation_endpoint_auth_methods_supported: authMethods,
     introspection_endpoint_auth_methods_supported: [...authMethods, 'bearer'],
-    response_types_supported: [],
+    // REQUIRED by RFC 8414 and OIDC Discovery, and an empty array is refused (RFC 8414 §3.2 omits
+    // zero-element claims; authlib rejects []). "none" is the registered response type under which
+    // the authorization endpoint issues no credential, which is true here: there is no such
+    // endpoint (so no authorization_endpoint either), and every token comes from token_endpoint.
+    response_types_supported: ['none'],
+    // OIDC Discovery requires these two: subjects are the identities, the same for every client;
+    // no ID token is ever issued, and EdDSA is the only algorithm this server signs with.
     subject_types_supported: ['public'],
     id_token_signing_alg_values_supported: [SIGNING_ALG],
     scopes_supported: [...SCOPES],
