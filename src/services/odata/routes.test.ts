@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { RowReader } from '../../core/engine/index.ts';
 import { createTestApp, tempDir, type TestApp } from '../../../test/harness.ts';
@@ -412,6 +413,49 @@ describe('OData service', () => {
       const res = await rows(alice, 'acme/sales/stub/$metadata');
       expect(res.statusCode).toBe(400);
       expect(res.json().code).toBe('DATASET_NOT_VERSIONED');
+    });
+  });
+  describe('errors from any layer', () => {
+    /** The raw answer to `head` (request line and headers, as bytes) from the app listening on a socket. */
+    const rawRequest = async (requestLine: Buffer, headers: string[]) => {
+      const address = t.app.server.address() ?? (await t.app.listen({ port: 0, host: '127.0.0.1' }), t.app.server.address());
+      const port = (address as net.AddressInfo).port;
+      return new Promise<{ status: number; headers: string; body: string }>((resolve, reject) => {
+        const socket = net.connect(port, '127.0.0.1', () => socket.write(Buffer.concat([requestLine, Buffer.from(`\r\n${[...headers, 'host: x', 'connection: close'].join('\r\n')}\r\n\r\n`)])));
+        const chunks: Buffer[] = [];
+        socket.on('data', (chunk) => chunks.push(chunk));
+        socket.on('error', reject);
+        socket.on('close', () => {
+          const text = Buffer.concat(chunks).toString('utf8');
+          const [head, body = ''] = text.split('\r\n\r\n');
+          resolve({ status: Number(head.split(' ')[1]), headers: head, body });
+        });
+      });
+    };
+
+    it("answers a raw UTF-8 character in the query string in Lakeport's shape", async () => {
+      const line = Buffer.concat([Buffer.from("GET /odata/api/v4/acme/sales/orders?$filter=region%20eq%20'"), Buffer.from('Zürich', 'utf8'), Buffer.from("' HTTP/1.1")]);
+      const res = await rawRequest(line, [`authorization: Bearer ${rita.token}`]);
+      expect(res.status).toBe(400);
+      expect(res.headers).toMatch(/content-type: application\/json/i);
+      const body = JSON.parse(res.body);
+      expect(body).toEqual({ detail: expect.stringMatching(/percent-encoded/), code: 'BAD_REQUEST' });
+      // Percent-encoded, the same filter is read as UTF-8.
+      const encoded = await rows(rita, `acme/sales/orders?$filter=${encodeURIComponent("region eq 'Zürich'")}`);
+      expect(encoded.statusCode).toBe(200);
+      expect(encoded.json().value).toEqual([]);
+    });
+
+    it("answers a malformed request line in Lakeport's shape", async () => {
+      const res = await rawRequest(Buffer.from('GET /odata/api/v4/ HTTP/1.1 extra'), []);
+      expect(res.status).toBe(400);
+      expect(JSON.parse(res.body)).toMatchObject({ code: 'BAD_REQUEST' });
+    });
+
+    it("answers a path that does not decode in Lakeport's shape", async () => {
+      const res = await get(rita, '/odata/api/v4/acme/sales/%E0%A4%A');
+      expect(res.statusCode).toBe(400);
+      expect(res.json()).toEqual({ detail: expect.any(String), code: 'BAD_REQUEST' });
     });
   });
 });
