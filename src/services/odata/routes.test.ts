@@ -415,6 +415,65 @@ describe('OData service', () => {
       expect(res.json().code).toBe('DATASET_NOT_VERSIONED');
     });
   });
+  describe('key access and $count', () => {
+    const refusal = (res: { statusCode: number; json(): unknown }) => ({ status: res.statusCode, body: res.json() });
+
+    it('answers /$count with the number of rows matching $filter, as text', async () => {
+      const all = await rows(rita, 'acme/sales/orders/$count');
+      expect(all.statusCode).toBe(200);
+      expect(all.headers['content-type']).toMatch(/^text\/plain/);
+      expect(all.headers['odata-version']).toBe('4.0');
+      expect(all.body).toBe('300');
+      expect((await rows(rita, `acme/sales/orders/$count?$filter=${encodeURIComponent("region eq 'north'")}`)).body).toBe('100');
+      expect((await rows(rita, 'acme/sales/orders@first/$count')).body).toBe('250');
+      expect((await rows(rita, 'acme__sales__orders/$count?$filter=id%20lt%201010')).body).toBe('10');
+      const bad = await rows(rita, 'acme/sales/orders/$count?$filter=nope%20eq%201');
+      expect(bad.statusCode).toBe(400);
+      expect(bad.json().code).toBe('INVALID_FILTER');
+    });
+
+    it('answers Set(n) with the row numbered n in the version', async () => {
+      const first = await rows(rita, 'acme/sales/orders(0)');
+      expect(first.statusCode).toBe(200);
+      expect(first.headers['content-type']).toMatch(/^application\/json/);
+      const entity = first.json();
+      expect(entity['@odata.context']).toMatch(/\/acme\/sales\/orders\/\$metadata#acme__sales__orders\/\$entity$/);
+      expect(entity).toMatchObject({ id: 1000, region: 'north', _lakeport_row_id: 0 });
+      expect(entity.value).toBeUndefined();
+      expect((await rows(rita, 'acme/sales/orders(_lakeport_row_id=299)')).json()).toMatchObject({ id: 1299, _lakeport_row_id: 299 });
+      expect((await rows(rita, 'acme/sales/orders@first(5)')).json()).toMatchObject({ id: 5, _lakeport_row_id: 5 });
+      expect((await rows(rita, 'acme__sales__orders(7)')).json()).toMatchObject({ id: 1007, _lakeport_row_id: 7 });
+      // Key access agrees with the row a page carries under that key.
+      const page = (await rows(rita, 'acme/sales/orders?$top=1&$skiptoken=123')).json().value[0];
+      const { ['@odata.context']: _context, ...byKey } = (await rows(rita, 'acme/sales/orders(123)')).json();
+      expect(byKey).toEqual(page);
+      const selected = (await rows(rita, 'acme/sales/orders(2)?$select=id')).json();
+      expect(selected).toEqual({ '@odata.context': expect.stringMatching(/#acme__sales__orders\(id\)\/\$entity$/), id: 1002 });
+    });
+
+    it('answers 404 past the last row and 400 for a key that is not a row number', async () => {
+      const past = await rows(rita, 'acme/sales/orders(300)');
+      expect(past.statusCode).toBe(404);
+      expect(past.json()).toMatchObject({ code: 'ENTITY_NOT_FOUND' });
+      for (const key of ['x', "'a'", '-1', 'id=3']) {
+        const bad = await rows(rita, `acme/sales/orders(${encodeURIComponent(key)})`);
+        expect(bad.statusCode, key).toBe(400);
+        expect(bad.json().code, key).toBe('INVALID_KEY');
+      }
+    });
+
+    it('refuses another tenant exactly as it refuses the set', async () => {
+      for (const path of ['acme/sales/orders', 'acme__sales__orders', 'acme/sales/nothing']) {
+        const set = refusal(await rows(bob, path));
+        expect(set.status).toBe(403);
+        expect(refusal(await rows(bob, `${path}(0)`))).toEqual(set);
+        expect(refusal(await rows(bob, `${path}/$count`))).toEqual(set);
+      }
+      expect(refusal(await rows(rita, 'acme/hr/salaries(0)'))).toEqual(refusal(await rows(rita, 'acme/hr/salaries')));
+      expect(refusal(await rows(rita, 'acme/hr/salaries/$count'))).toEqual(refusal(await rows(rita, 'acme/hr/salaries')));
+    });
+  });
+
   describe('errors from any layer', () => {
     /** The raw answer to `head` (request line and headers, as bytes) from the app listening on a socket. */
     const rawRequest = async (requestLine: Buffer, headers: string[]) => {
