@@ -50,7 +50,7 @@ export async function countRows(odata: ODataService, version: DatasetVersion, op
  * properties, `$select` honoured), DuckDB writing its JSON; 404 ENTITY_NOT_FOUND past the last row.
  * Only the Parquet row group that holds the row is read.
  */
-export async function entityText(odata: ODataService, version: DatasetVersion, rowId: number, options: Pick<RowsOptions, 'select'>, contextUrl: (columns: string[]) => string): Promise<string> {
+export async function entityText(odata: ODataService, version: DatasetVersion, rowId: number, options: Pick<RowsOptions, 'select' | 'ieee754'>, contextUrl: (columns: string[]) => string): Promise<string> {
   const entity = entityOf(version.dataset);
   const query = compileQuery({ select: options.select }, entity.properties, new Date());
   const notFound = () => odataError('ENTITY_NOT_FOUND', `No row ${rowId} in this version of the dataset (rows are numbered from 0)`);
@@ -60,7 +60,7 @@ export async function entityText(odata: ODataService, version: DatasetVersion, r
     const { file, row } = session.locate(rowId);
     if (file >= version.files.length) throw notFound();
     const relation = await session.fileRelation(file, row, row + 1);
-    const sql = `SELECT ${jsonRowSql(query.columns)} FROM (${query.sql(`SELECT * FROM (${relation}) WHERE ${quoteIdent(entity.rowId)} = ${rowId}`)}) LIMIT 1`;
+    const sql = `SELECT ${jsonRowSql(query.columns, options.ieee754)} FROM (${query.sql(`SELECT * FROM (${relation}) WHERE ${quoteIdent(entity.rowId)} = ${rowId}`)}) LIMIT 1`;
     let text: string | undefined;
     for await (const [json] of session.rows(sql, query.params.values)) text = String(json);
     if (text === undefined) throw notFound();

@@ -474,6 +474,46 @@ describe('OData service', () => {
     });
   });
 
+  describe('IEEE754Compatible', () => {
+    const IEEE = { accept: 'application/json;odata.metadata=minimal;IEEE754Compatible=true' };
+    const local = (link: string) => link.replace(/^https?:\/\/[^/]+/, '');
+
+    it('writes Int64 and Decimal values as strings when the Accept header asks, and says so', async () => {
+      const res = await get(rita, '/odata/api/v4/acme/sales/orders?$top=2', IEEE);
+      expect(res.statusCode).toBe(200);
+      expect(res.headers['content-type']).toMatch(/IEEE754Compatible=true/);
+      const [first, second] = res.json().value;
+      expect(first).toMatchObject({ id: '1000', amount: '0.00', ratio: 'NaN', region: 'north', _lakeport_row_id: '0' });
+      expect(second).toMatchObject({ id: '1001', amount: '1.25', ratio: 0.25, _lakeport_row_id: '1' });
+      // The next page, asked the same way, continues in strings; asked without, in numbers.
+      const next = local(res.json()['@odata.nextLink']);
+      expect((await get(rita, next, IEEE)).json().value[0]).toMatchObject({ id: '1002', amount: '2.50' });
+      const plain = await get(rita, next);
+      expect(plain.headers['content-type']).toMatch(/IEEE754Compatible=false/);
+      expect(plain.json().value[0]).toMatchObject({ id: 1002, amount: 2.5, _lakeport_row_id: 2 });
+    });
+
+    it('takes it from $format too, on ordered and aggregated pages, the count and single entities', async () => {
+      const format = `$format=${encodeURIComponent('application/json;IEEE754Compatible=true')}`;
+      const ordered = await rows(rita, `acme/sales/orders?$orderby=id%20desc&$top=1&$count=true&${format}`);
+      expect(ordered.statusCode).toBe(200);
+      expect(ordered.headers['content-type']).toMatch(/IEEE754Compatible=true/);
+      expect(ordered.json()).toMatchObject({ '@odata.count': '300', value: [{ id: '1299', amount: '373.75' }] });
+      const grouped = await rows(rita, `acme/sales/orders?$apply=${encodeURIComponent('groupby((region),aggregate(amount with sum as total))')}&$orderby=region&${format}`);
+      expect(grouped.statusCode).toBe(200);
+      expect(typeof grouped.json().value[0].total).toBe('string');
+      const entity = await get(rita, '/odata/api/v4/acme/sales/orders(3)', IEEE);
+      expect(entity.headers['content-type']).toMatch(/IEEE754Compatible=true/);
+      expect(entity.json()).toMatchObject({ id: '1003', amount: '3.75', _lakeport_row_id: '3' });
+    });
+
+    it('writes numbers by default', async () => {
+      const res = await rows(rita, 'acme/sales/orders?$top=1&$count=true&$orderby=id');
+      expect(res.headers['content-type']).toMatch(/IEEE754Compatible=false/);
+      expect(res.json()).toMatchObject({ '@odata.count': 300, value: [{ id: 1000, amount: 0 }] });
+    });
+  });
+
   describe('errors from any layer', () => {
     /** The raw answer to `head` (request line and headers, as bytes) from the app listening on a socket. */
     const rawRequest = async (requestLine: Buffer, headers: string[]) => {

@@ -5,7 +5,7 @@ import { countRows, entityText, parseKey, splitKey } from './entities.ts';
 import { odataError } from './errors.ts';
 import { requireODataAuth, type ClientAuthenticator } from './auth.ts';
 import { buildMetadataDocument, buildServiceDocument, entitySetName, llmsTxt } from './metadata/index.ts';
-import { checkFormat, parseRowsOptions } from './options.ts';
+import { checkFormat, ieee754Compatible, parseRowsOptions, type RowsOptions } from './options.ts';
 import type { RowPages } from './pages.ts';
 import * as S from './schemas.ts';
 import { entityOf, parseAddress, type DatasetAddress, type ODataService } from './service.ts';
@@ -20,6 +20,7 @@ export interface ODataRouteDeps {
 }
 
 const JSON_TYPE = 'application/json;odata.metadata=minimal;odata.streaming=true;IEEE754Compatible=false;charset=utf-8';
+const JSON_TYPE_IEEE754 = 'application/json;odata.metadata=minimal;odata.streaming=true;IEEE754Compatible=true;charset=utf-8';
 const XML_TYPE = 'application/xml;charset=utf-8';
 const TEXT_TYPE = 'text/plain;charset=utf-8';
 
@@ -37,6 +38,14 @@ interface DatasetParams {
 function query(request: FastifyRequest): Record<string, unknown> {
   return (request.query ?? {}) as Record<string, unknown>;
 }
+
+/** The rows options of a request, with IEEE754Compatible from `$format` or its headers. */
+function rowsOptions(request: FastifyRequest): RowsOptions {
+  const options = parseRowsOptions(query(request));
+  return ieee754Compatible(query(request), request.headers) ? { ...options, ieee754: true } : options;
+}
+
+const jsonType = (options: RowsOptions) => (options.ieee754 ? JSON_TYPE_IEEE754 : JSON_TYPE);
 
 export const odataRoutes =
   (deps: ODataRouteDeps): FastifyPluginAsync =>
@@ -77,7 +86,7 @@ export const odataRoutes =
       };
 
       const datasetRows = async (request: FastifyRequest, reply: FastifyReply, address: DatasetAddress) => {
-        const options = parseRowsOptions(query(request));
+        const options = rowsOptions(request);
         const caller = principalOf(request);
         const shaped = options.select !== undefined || options.apply !== undefined;
         const { body, closed } = await deps.pages.open({
@@ -93,7 +102,7 @@ export const odataRoutes =
         });
         // Stops the query when the client goes away mid-page, or lets the page's buffer be reused.
         reply.raw.once('close', closed);
-        return reply.type(JSON_TYPE).send(body);
+        return reply.type(jsonType(options)).send(body);
       };
 
       /** `…/$count`: the matching rows' number, as text; the same access check as a page of rows. */
@@ -105,7 +114,7 @@ export const odataRoutes =
 
       /** `Set(5)`: the row numbered 5 in the version (the key of $metadata), through the same access check as a page of rows. */
       const datasetEntity = async (request: FastifyRequest, reply: FastifyReply, address: DatasetAddress, key: string) => {
-        const options = parseRowsOptions(query(request));
+        const options = rowsOptions(request);
         const version = await odata.version(principalOf(request), address);
         const rowId = parseKey(key, entityOf(version.dataset).rowId);
         const { ref } = version;
@@ -114,7 +123,7 @@ export const odataRoutes =
           (options.select !== undefined ? `(${columns.join(',')})` : '') +
           '/$entity',
         );
-        return reply.type(JSON_TYPE).send(body);
+        return reply.type(jsonType(options)).send(body);
       };
 
       const byPath = (request: FastifyRequest<{ Params: DatasetParams }>, segment = request.params.dataset) => parseAddress(request.params.workspace, request.params.collection, segment);
