@@ -554,6 +554,12 @@ describe('OData service', () => {
       expect(JSON.parse(res.body)).toMatchObject({ code: 'BAD_REQUEST' });
     });
 
+    it("answers headers over the limit in Lakeport's shape (431)", async () => {
+      const res = await rawRequest(Buffer.from('GET /odata/api/v4/ HTTP/1.1'), [`x-big: ${'a'.repeat(20_000)}`]);
+      expect(res.status).toBe(431);
+      expect(JSON.parse(res.body)).toEqual({ detail: expect.any(String), code: 'HEADERS_TOO_LARGE' });
+    });
+
     it("answers a path that does not decode in Lakeport's shape", async () => {
       const res = await get(rita, '/odata/api/v4/acme/sales/%E0%A4%A');
       expect(res.statusCode).toBe(400);
