@@ -7,7 +7,7 @@ import { Authorizer } from './core/authz/index.ts';
 import { Catalog } from './core/catalog/index.ts';
 import type { Sealer } from './core/crypto/index.ts';
 import type { Db } from './core/db/index.ts';
-import { registerErrorHandling } from './core/errors/index.ts';
+import { clientErrorHandler, frameworkErrors, registerErrorHandling } from './core/errors/index.ts';
 import { mountApi, registerInputGuards, requestIdOptions, type AdminToken, type PublicUrl, type ServiceModule } from './core/http/index.ts';
 import type { Ingestor, RowReader, SqlAnalyzer } from './core/engine/index.ts';
 import type { BlobStore } from './core/storage/index.ts';
@@ -127,6 +127,9 @@ async function createServer(options: AppOptions) {
   const app = Fastify({
     ...requestIdOptions,
     trustProxy: options.trustProxy ?? false,
+    // What Node's parser and Fastify's router refuse answers in Lakeport's shape too.
+    clientErrorHandler,
+    frameworkErrors,
     logger: logger && typeof logger === 'object' ? { redact: REDACTED_PATHS, ...logger } : logger,
   }).withTypeProvider<ZodTypeProvider>();
   app.setValidatorCompiler(validatorCompiler);

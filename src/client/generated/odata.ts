@@ -223,6 +223,64 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/odata/api/v4/{workspace}/{collection}/{dataset}/$count": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** How many rows match $filter (text/plain) */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    workspace: string;
+                    collection: string;
+                    dataset: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description How many rows match $filter */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "text/plain": string;
+                    };
+                };
+                /** @description Refused: not authenticated, not allowed, not found, in conflict… */
+                "4XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Server error */
+                "5XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/odata/api/v4/{workspace}/{collection}/{dataset}": {
         parameters: {
             query?: never;
@@ -230,7 +288,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Rows: $filter, $select, $orderby, $top, $skip, $count, $apply; pages through @odata.nextLink */
+        /** Rows: $filter, $select, $orderby, $top, $skip, $count, $apply; pages through @odata.nextLink. ds(5): the row numbered 5 */
         get: {
             parameters: {
                 query?: never;
@@ -337,6 +395,62 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/odata/api/v4/{entitySet}/$count": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** How many rows match $filter, by entity set name */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    entitySet: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description How many rows match $filter */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "text/plain": string;
+                    };
+                };
+                /** @description Refused: not authenticated, not allowed, not found, in conflict… */
+                "4XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Server error */
+                "5XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/odata/api/v4/{entitySet}": {
         parameters: {
             query?: never;
@@ -344,7 +458,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Rows of one dataset, by entity set name */
+        /** Rows of one dataset, by entity set name; Set(5): the row numbered 5 */
         get: {
             parameters: {
                 query?: never;

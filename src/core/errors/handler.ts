@@ -1,4 +1,5 @@
-import type { FastifyError, FastifyInstance } from 'fastify';
+import type { Socket } from 'node:net';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
 import { AppError, RequestValidationError, type ErrorCode } from './app-error.ts';
 import { scrubServerPaths } from './server-paths.ts';
@@ -104,6 +105,47 @@ export function registerErrorHandling(app: FastifyInstance) {
     request.log.error({ err: error }, 'unhandled error');
     return reply.status(500).send({ detail: 'Internal server error', code: 'INTERNAL_ERROR' });
   });
+}
+
+/**
+ * Fastify's `frameworkErrors`: what its router refuses before any route runs (a path that does not
+ * decode, `'/%'`; a parameter too long), in Lakeport's shape rather than Fastify's own body.
+ */
+export function frameworkErrors(error: FastifyError, _request: FastifyRequest, reply: FastifyReply): void {
+  const status = error.statusCode && error.statusCode >= 400 && error.statusCode < 500 ? error.statusCode : 400;
+  void reply.status(status).send({ detail: scrubServerPaths(error.message), code: CLIENT_ERROR_CODES[status] ?? 'BAD_REQUEST' });
+}
+
+/**
+ * Fastify's `clientErrorHandler`: what Node's HTTP parser refuses before Fastify sees a request (a
+ * raw, not percent-encoded, non-ASCII character in the URL; a malformed request line; headers too
+ * large; a request that took too long), answered in Lakeport's shape on the bare socket.
+ */
+export function clientErrorHandler(error: Error & { code?: string }, socket: Socket): void {
+  // The connection is gone: there is nobody to answer.
+  if (error.code === 'ECONNRESET' || socket.destroyed) return;
+  let status = 400;
+  let body: { detail: string; code: ErrorCode };
+  if (error.code === 'ERR_HTTP_REQUEST_TIMEOUT') {
+    status = 408;
+    body = { detail: 'The request was not received in time', code: 'REQUEST_TIMEOUT' };
+  } else if (error.code === 'HPE_HEADER_OVERFLOW') {
+    status = 431;
+    body = { detail: 'The request headers are over the server\'s limit', code: 'HEADERS_TOO_LARGE' };
+  } else if (error.code === 'HPE_INVALID_URL') {
+    body = {
+      detail: "The URL holds a character that must be percent-encoded (a space, or a non-ASCII character such as ü: send $filter=city eq 'Z%C3%BCrich')",
+      code: 'BAD_REQUEST',
+    };
+  } else {
+    body = { detail: 'The request is not valid HTTP', code: 'BAD_REQUEST' };
+  }
+  if (socket.writable) {
+    const text = JSON.stringify(body);
+    const reason = status === 408 ? 'Request Timeout' : status === 431 ? 'Request Header Fields Too Large' : 'Bad Request';
+    socket.write(`HTTP/1.1 ${status} ${reason}\r\nContent-Length: ${Buffer.byteLength(text)}\r\nContent-Type: application/json; charset=utf-8\r\nConnection: close\r\n\r\n${text}`);
+  }
+  socket.destroy(error);
 }
 
 const CLIENT_ERROR_CODES: Record<number, ErrorCode> = {

@@ -206,7 +206,7 @@ export class RangeCursor {
     const relation = await this.session.fileRelation(file, row, to);
     const nonFinite = await this.session.nonFiniteColumns(file, shown.columns.filter((c) => c.type === 'FLOAT' || c.type === 'DOUBLE'));
     if (this.closed) throw new Error('The cursor is closed');
-    const { path, written } = this.session.jsonLines(`SELECT ${jsonColumnsSql(shown.columns, nonFinite)} FROM (${all.sql(relation)})`, all.params.values);
+    const { path, written } = this.session.jsonLines(`SELECT ${jsonColumnsSql(shown.columns, nonFinite, this.query.ieee754)} FROM (${all.sql(relation)})`, all.params.values);
     const source = new JsonLinesFile(path, written);
     this.writing = source.written().then(async () => {
       // Later ranges aim at RANGE_BYTES by the size of what this one wrote.

@@ -21,6 +21,8 @@ export interface RowsOptions {
   skiptoken: number;
   /** Plain reads: matching rows from row `skiptoken` on that earlier pages delivered. */
   skiptokenRows: number;
+  /** IEEE754Compatible=true (in $format, Accept or Content-Type): Int64 and Decimal values as JSON strings. */
+  ieee754?: boolean;
 }
 
 const EXPRESSIONS = ['$filter', '$select', '$orderby', '$apply'] as const;
@@ -42,6 +44,18 @@ export function checkFormat(query: Record<string, unknown>, served: 'json' | 'xm
   if (type !== served && type !== `application/${served}`) {
     throw odataError('UNSUPPORTED_FORMAT', `$format=${String(format)} is not served here: use $format=${served} (the default)`);
   }
+}
+
+const IEEE754_TRUE = /(?:^|[;,\s])ieee754compatible\s*=\s*"?true"?\s*(?:$|[;,])/i;
+
+/**
+ * Whether the client asked for IEEE754Compatible=true: as a parameter of `$format`, of an Accept
+ * media type (Excel and .NET clients send `application/json;IEEE754Compatible=true`) or of the
+ * Content-Type.
+ */
+export function ieee754Compatible(query: Record<string, unknown>, headers: Record<string, string | string[] | undefined>): boolean {
+  const texts = [query.$format, headers.accept, headers['content-type']].flat();
+  return texts.some((text) => typeof text === 'string' && IEEE754_TRUE.test(text));
 }
 
 /** A 400 for anything the spec's rows endpoint refuses; 501 for $search and $expand. */

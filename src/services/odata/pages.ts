@@ -43,6 +43,9 @@ function nextLink(request: PageRequest, token: string): string {
   return request.publicUrl(pageUrl(request.url, token));
 }
 
+/** Pages are kept for the value format they were written in (IEEE754Compatible comes in a header, not the URL). */
+const formatKey = (options: RowsOptions) => (options.ieee754 ? 'ieee754\n' : '');
+
 const snapshotOf = (version: DatasetVersion) => version.snapshot?.snapshot_id ?? null;
 
 /** A request's path and query with `$skiptoken` set, everything else as the client sent it. */
@@ -116,7 +119,10 @@ export class RowPages {
       const pageOptions = { ...options, ...start };
       const now = new Date();
       const shown = compileQuery(pageOptions, entity.properties, now);
-      return { options: pageOptions, query: { shown, all: compileQuery({ ...pageOptions, select: undefined }, entity.properties, now), rowId: entity.rowId } };
+      return {
+        options: pageOptions,
+        query: { shown, all: compileQuery({ ...pageOptions, select: undefined }, entity.properties, now), rowId: entity.rowId, ieee754: options.ieee754 === true },
+      };
     };
     const asked = compile(options);
     return {
@@ -128,7 +134,7 @@ export class RowPages {
       contextUrl: request.contextUrl(version, asked.query.shown.columns.map((c) => c.name)),
       nextLink: (token: string) => nextLink(request, token),
       // Cursors and pages read ahead belong to this caller and this snapshot.
-      keyOf: (token: string) => `${request.caller.identity}\n${snapshotOf(version) ?? ''}\n${pageUrl(request.url, token)}`,
+      keyOf: (token: string) => `${request.caller.identity}\n${snapshotOf(version) ?? ''}\n${formatKey(options)}${pageUrl(request.url, token)}`,
     };
   }
 
@@ -139,7 +145,7 @@ export class RowPages {
    * caller may no longer read or `@current` has moved to another snapshot since.
    */
   private async fromCursor(request: PageRequest) {
-    const cursorKey = (token: string) => `${request.caller.identity}\n${pageUrl(request.url, token)}`;
+    const cursorKey = (token: string) => `${request.caller.identity}\n${formatKey(request.options)}${pageUrl(request.url, token)}`;
     const kept = this.deps.cursors.take(cursorKey(tokenOf(request.options)));
     const early = kept && settle(kept.cursor.page());
     let version: DatasetVersion;

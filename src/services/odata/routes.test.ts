@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { RowReader } from '../../core/engine/index.ts';
 import { createTestApp, tempDir, type TestApp } from '../../../test/harness.ts';
@@ -412,6 +413,157 @@ describe('OData service', () => {
       const res = await rows(alice, 'acme/sales/stub/$metadata');
       expect(res.statusCode).toBe(400);
       expect(res.json().code).toBe('DATASET_NOT_VERSIONED');
+    });
+  });
+  describe('key access and $count', () => {
+    const refusal = (res: { statusCode: number; json(): unknown }) => ({ status: res.statusCode, body: res.json() });
+
+    it('answers /$count with the number of rows matching $filter, as text', async () => {
+      const all = await rows(rita, 'acme/sales/orders/$count');
+      expect(all.statusCode).toBe(200);
+      expect(all.headers['content-type']).toMatch(/^text\/plain/);
+      expect(all.headers['odata-version']).toBe('4.0');
+      expect(all.body).toBe('300');
+      expect((await rows(rita, `acme/sales/orders/$count?$filter=${encodeURIComponent("region eq 'north'")}`)).body).toBe('100');
+      expect((await rows(rita, 'acme/sales/orders@first/$count')).body).toBe('250');
+      expect((await rows(rita, 'acme__sales__orders/$count?$filter=id%20lt%201010')).body).toBe('10');
+      const bad = await rows(rita, 'acme/sales/orders/$count?$filter=nope%20eq%201');
+      expect(bad.statusCode).toBe(400);
+      expect(bad.json().code).toBe('INVALID_FILTER');
+    });
+
+    it('answers Set(n) with the row numbered n in the version', async () => {
+      const first = await rows(rita, 'acme/sales/orders(0)');
+      expect(first.statusCode).toBe(200);
+      expect(first.headers['content-type']).toMatch(/^application\/json/);
+      const entity = first.json();
+      expect(entity['@odata.context']).toMatch(/\/acme\/sales\/orders\/\$metadata#acme__sales__orders\/\$entity$/);
+      expect(entity).toMatchObject({ id: 1000, region: 'north', _lakeport_row_id: 0 });
+      expect(entity.value).toBeUndefined();
+      expect((await rows(rita, 'acme/sales/orders(_lakeport_row_id=299)')).json()).toMatchObject({ id: 1299, _lakeport_row_id: 299 });
+      expect((await rows(rita, 'acme/sales/orders@first(5)')).json()).toMatchObject({ id: 5, _lakeport_row_id: 5 });
+      expect((await rows(rita, 'acme__sales__orders(7)')).json()).toMatchObject({ id: 1007, _lakeport_row_id: 7 });
+      // Key access agrees with the row a page carries under that key.
+      const page = (await rows(rita, 'acme/sales/orders?$top=1&$skiptoken=123')).json().value[0];
+      const { ['@odata.context']: _context, ...byKey } = (await rows(rita, 'acme/sales/orders(123)')).json();
+      expect(byKey).toEqual(page);
+      const selected = (await rows(rita, 'acme/sales/orders(2)?$select=id')).json();
+      expect(selected).toEqual({ '@odata.context': expect.stringMatching(/#acme__sales__orders\(id\)\/\$entity$/), id: 1002 });
+    });
+
+    it('answers 404 past the last row and 400 for a key that is not a row number', async () => {
+      const past = await rows(rita, 'acme/sales/orders(300)');
+      expect(past.statusCode).toBe(404);
+      expect(past.json()).toMatchObject({ code: 'ENTITY_NOT_FOUND' });
+      for (const key of ['x', "'a'", '-1', 'id=3']) {
+        const bad = await rows(rita, `acme/sales/orders(${encodeURIComponent(key)})`);
+        expect(bad.statusCode, key).toBe(400);
+        expect(bad.json().code, key).toBe('INVALID_KEY');
+      }
+    });
+
+    it('refuses another tenant exactly as it refuses the set', async () => {
+      for (const path of ['acme/sales/orders', 'acme__sales__orders', 'acme/sales/nothing']) {
+        const set = refusal(await rows(bob, path));
+        expect(set.status).toBe(403);
+        expect(refusal(await rows(bob, `${path}(0)`))).toEqual(set);
+        expect(refusal(await rows(bob, `${path}/$count`))).toEqual(set);
+      }
+      expect(refusal(await rows(rita, 'acme/hr/salaries(0)'))).toEqual(refusal(await rows(rita, 'acme/hr/salaries')));
+      expect(refusal(await rows(rita, 'acme/hr/salaries/$count'))).toEqual(refusal(await rows(rita, 'acme/hr/salaries')));
+    });
+  });
+
+  describe('IEEE754Compatible', () => {
+    const IEEE = { accept: 'application/json;odata.metadata=minimal;IEEE754Compatible=true' };
+    const local = (link: string) => link.replace(/^https?:\/\/[^/]+/, '');
+
+    it('writes Int64 and Decimal values as strings when the Accept header asks, and says so', async () => {
+      const res = await get(rita, '/odata/api/v4/acme/sales/orders?$top=2', IEEE);
+      expect(res.statusCode).toBe(200);
+      expect(res.headers['content-type']).toMatch(/IEEE754Compatible=true/);
+      const [first, second] = res.json().value;
+      expect(first).toMatchObject({ id: '1000', amount: '0.00', ratio: 'NaN', region: 'north', _lakeport_row_id: '0' });
+      expect(second).toMatchObject({ id: '1001', amount: '1.25', ratio: 0.25, _lakeport_row_id: '1' });
+      // The next page, asked the same way, continues in strings; asked without, in numbers.
+      const next = local(res.json()['@odata.nextLink']);
+      expect((await get(rita, next, IEEE)).json().value[0]).toMatchObject({ id: '1002', amount: '2.50' });
+      const plain = await get(rita, next);
+      expect(plain.headers['content-type']).toMatch(/IEEE754Compatible=false/);
+      expect(plain.json().value[0]).toMatchObject({ id: 1002, amount: 2.5, _lakeport_row_id: 2 });
+    });
+
+    it('takes it from $format too, on ordered and aggregated pages, the count and single entities', async () => {
+      const format = `$format=${encodeURIComponent('application/json;IEEE754Compatible=true')}`;
+      const ordered = await rows(rita, `acme/sales/orders?$orderby=id%20desc&$top=1&$count=true&${format}`);
+      expect(ordered.statusCode).toBe(200);
+      expect(ordered.headers['content-type']).toMatch(/IEEE754Compatible=true/);
+      expect(ordered.json()).toMatchObject({ '@odata.count': '300', value: [{ id: '1299', amount: '373.75' }] });
+      const grouped = await rows(rita, `acme/sales/orders?$apply=${encodeURIComponent('groupby((region),aggregate(amount with sum as total))')}&$orderby=region&${format}`);
+      expect(grouped.statusCode).toBe(200);
+      expect(typeof grouped.json().value[0].total).toBe('string');
+      const entity = await get(rita, '/odata/api/v4/acme/sales/orders(3)', IEEE);
+      expect(entity.headers['content-type']).toMatch(/IEEE754Compatible=true/);
+      expect(entity.json()).toMatchObject({ id: '1003', amount: '3.75', _lakeport_row_id: '3' });
+    });
+
+    it('writes numbers by default', async () => {
+      const res = await rows(rita, 'acme/sales/orders?$top=1&$count=true&$orderby=id');
+      expect(res.headers['content-type']).toMatch(/IEEE754Compatible=false/);
+      expect(res.json()).toMatchObject({ '@odata.count': 300, value: [{ id: 1000, amount: 0 }] });
+    });
+  });
+
+  describe('errors from any layer', () => {
+    /** The raw answer to `head` (request line and headers, as bytes) from the app listening on a socket. */
+    const rawRequest = async (requestLine: Buffer, headers: string[]) => {
+      const address = t.app.server.address() ?? (await t.app.listen({ port: 0, host: '127.0.0.1' }), t.app.server.address());
+      const port = (address as net.AddressInfo).port;
+      return new Promise<{ status: number; headers: string; body: string }>((resolve, reject) => {
+        const socket = net.connect(port, '127.0.0.1', () => socket.write(Buffer.concat([requestLine, Buffer.from(`\r\n${[...headers, 'host: x', 'connection: close'].join('\r\n')}\r\n\r\n`)])));
+        const chunks: Buffer[] = [];
+        socket.on('data', (chunk) => chunks.push(chunk));
+        socket.on('error', reject);
+        socket.on('close', () => {
+          const text = Buffer.concat(chunks).toString('utf8');
+          const [head, body = ''] = text.split('\r\n\r\n');
+          resolve({ status: Number(head.split(' ')[1]), headers: head, body });
+        });
+      });
+    };
+
+    it("answers a raw UTF-8 character in the query string in Lakeport's shape", async () => {
+      const line = Buffer.concat([Buffer.from("GET /odata/api/v4/acme/sales/orders?$filter=region%20eq%20'"), Buffer.from('Zürich', 'utf8'), Buffer.from("' HTTP/1.1")]);
+      const res = await rawRequest(line, [`authorization: Bearer ${rita.token}`]);
+      expect(res.status).toBe(400);
+      expect(res.headers).toMatch(/content-type: application\/json/i);
+      const body = JSON.parse(res.body);
+      expect(body).toEqual({ detail: expect.stringMatching(/percent-encoded/), code: 'BAD_REQUEST' });
+      // Percent-encoded, the same filter is read as UTF-8; so is raw text that reaches Fastify (as app.inject hands it over).
+      const encoded = await rows(rita, `acme/sales/orders?$filter=${encodeURIComponent("region eq 'Zürich'")}`);
+      expect(encoded.statusCode).toBe(200);
+      expect(encoded.json().value).toEqual([]);
+      const raw = await rows(rita, "acme/sales/orders/$count?$filter=region eq 'Zürich' or region eq 'north'");
+      expect(raw.statusCode).toBe(200);
+      expect(raw.body).toBe('100');
+    });
+
+    it("answers a malformed request line in Lakeport's shape", async () => {
+      const res = await rawRequest(Buffer.from('GET /odata/api/v4/ HTTP/1.1 extra'), []);
+      expect(res.status).toBe(400);
+      expect(JSON.parse(res.body)).toMatchObject({ code: 'BAD_REQUEST' });
+    });
+
+    it("answers headers over the limit in Lakeport's shape (431)", async () => {
+      const res = await rawRequest(Buffer.from('GET /odata/api/v4/ HTTP/1.1'), [`x-big: ${'a'.repeat(20_000)}`]);
+      expect(res.status).toBe(431);
+      expect(JSON.parse(res.body)).toEqual({ detail: expect.any(String), code: 'HEADERS_TOO_LARGE' });
+    });
+
+    it("answers a path that does not decode in Lakeport's shape", async () => {
+      const res = await get(rita, '/odata/api/v4/acme/sales/%E0%A4%A');
+      expect(res.statusCode).toBe(400);
+      expect(res.json()).toEqual({ detail: expect.any(String), code: 'BAD_REQUEST' });
     });
   });
 });

@@ -1,13 +1,14 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { principalOf, type TokenVerifier } from '../../core/http/index.ts';
 import { formatSelector, refOf } from '../../core/catalog/index.ts';
+import { countRows, entityText, parseKey, splitKey } from './entities.ts';
 import { odataError } from './errors.ts';
 import { requireODataAuth, type ClientAuthenticator } from './auth.ts';
 import { buildMetadataDocument, buildServiceDocument, entitySetName, llmsTxt } from './metadata/index.ts';
-import { checkFormat, parseRowsOptions } from './options.ts';
+import { checkFormat, ieee754Compatible, parseRowsOptions, type RowsOptions } from './options.ts';
 import type { RowPages } from './pages.ts';
 import * as S from './schemas.ts';
-import { parseAddress, type DatasetAddress, type ODataService } from './service.ts';
+import { entityOf, parseAddress, type DatasetAddress, type ODataService } from './service.ts';
 
 export interface ODataRouteDeps {
   odata: ODataService;
@@ -19,7 +20,9 @@ export interface ODataRouteDeps {
 }
 
 const JSON_TYPE = 'application/json;odata.metadata=minimal;odata.streaming=true;IEEE754Compatible=false;charset=utf-8';
+const JSON_TYPE_IEEE754 = 'application/json;odata.metadata=minimal;odata.streaming=true;IEEE754Compatible=true;charset=utf-8';
 const XML_TYPE = 'application/xml;charset=utf-8';
+const TEXT_TYPE = 'text/plain;charset=utf-8';
 
 /** `@label` as the client wrote the address, or nothing for the default. */
 function formatLabel(address: DatasetAddress): string {
@@ -35,6 +38,14 @@ interface DatasetParams {
 function query(request: FastifyRequest): Record<string, unknown> {
   return (request.query ?? {}) as Record<string, unknown>;
 }
+
+/** The rows options of a request, with IEEE754Compatible from `$format` or its headers. */
+function rowsOptions(request: FastifyRequest): RowsOptions {
+  const options = parseRowsOptions(query(request));
+  return ieee754Compatible(query(request), request.headers) ? { ...options, ieee754: true } : options;
+}
+
+const jsonType = (options: RowsOptions) => (options.ieee754 ? JSON_TYPE_IEEE754 : JSON_TYPE);
 
 export const odataRoutes =
   (deps: ODataRouteDeps): FastifyPluginAsync =>
@@ -75,7 +86,7 @@ export const odataRoutes =
       };
 
       const datasetRows = async (request: FastifyRequest, reply: FastifyReply, address: DatasetAddress) => {
-        const options = parseRowsOptions(query(request));
+        const options = rowsOptions(request);
         const caller = principalOf(request);
         const shaped = options.select !== undefined || options.apply !== undefined;
         const { body, closed } = await deps.pages.open({
@@ -91,25 +102,58 @@ export const odataRoutes =
         });
         // Stops the query when the client goes away mid-page, or lets the page's buffer be reused.
         reply.raw.once('close', closed);
-        return reply.type(JSON_TYPE).send(body);
+        return reply.type(jsonType(options)).send(body);
       };
 
-      const byPath = (request: FastifyRequest<{ Params: DatasetParams }>) => parseAddress(request.params.workspace, request.params.collection, request.params.dataset);
-      const bySetName = (request: FastifyRequest<{ Params: { entitySet: string } }>) => odata.addressOfEntitySet(principalOf(request), request.params.entitySet);
+      /** `…/$count`: the matching rows' number, as text; the same access check as a page of rows. */
+      const datasetCount = async (request: FastifyRequest, reply: FastifyReply, address: DatasetAddress) => {
+        const options = parseRowsOptions(query(request));
+        const version = await odata.version(principalOf(request), address);
+        return reply.type(TEXT_TYPE).send(await countRows(odata, version, options));
+      };
+
+      /** `Set(5)`: the row numbered 5 in the version (the key of $metadata), through the same access check as a page of rows. */
+      const datasetEntity = async (request: FastifyRequest, reply: FastifyReply, address: DatasetAddress, key: string) => {
+        const options = rowsOptions(request);
+        const version = await odata.version(principalOf(request), address);
+        const rowId = parseKey(key, entityOf(version.dataset).rowId);
+        const { ref } = version;
+        const body = await entityText(odata, version, rowId, options, (columns) =>
+          `${root()}/${ref.workspace}/${ref.collection}/${encodeURIComponent(ref.dataset + formatLabel(address))}/$metadata#${entitySetName(ref)}` +
+          (options.select !== undefined ? `(${columns.join(',')})` : '') +
+          '/$entity',
+        );
+        return reply.type(jsonType(options)).send(body);
+      };
+
+      const byPath = (request: FastifyRequest<{ Params: DatasetParams }>, segment = request.params.dataset) => parseAddress(request.params.workspace, request.params.collection, segment);
+      const bySetName = (request: FastifyRequest<{ Params: { entitySet: string } }>, segment = request.params.entitySet) => odata.addressOfEntitySet(principalOf(request), segment);
 
       api.get<{ Params: DatasetParams }>('/api/v4/:workspace/:collection/:dataset/$metadata', { schema: { summary: 'EDMX for one dataset (at a version: ds@tag)', response: { 200: S.Metadata } } }, async (request, reply) =>
         datasetMetadata(request, reply, byPath(request)),
       );
-      api.get<{ Params: DatasetParams }>('/api/v4/:workspace/:collection/:dataset', { schema: { summary: 'Rows: $filter, $select, $orderby, $top, $skip, $count, $apply; pages through @odata.nextLink', response: { 200: S.RowsPage } } }, async (request, reply) =>
-        datasetRows(request, reply, byPath(request)),
+      api.get<{ Params: DatasetParams }>('/api/v4/:workspace/:collection/:dataset/$count', { schema: { summary: 'How many rows match $filter (text/plain)', response: { 200: S.Count } } }, async (request, reply) =>
+        datasetCount(request, reply, byPath(request)),
+      );
+      api.get<{ Params: DatasetParams }>(
+        '/api/v4/:workspace/:collection/:dataset',
+        { schema: { summary: 'Rows: $filter, $select, $orderby, $top, $skip, $count, $apply; pages through @odata.nextLink. ds(5): the row numbered 5', response: { 200: S.RowsPage } } },
+        async (request, reply) => {
+          const { segment, key } = splitKey(request.params.dataset);
+          return key === undefined ? datasetRows(request, reply, byPath(request)) : datasetEntity(request, reply, byPath(request, segment), key);
+        },
       );
       // The same, addressed by entity set name (ws__coll__ds[@label]), as clients that build URLs from $metadata do.
       api.get<{ Params: { entitySet: string } }>('/api/v4/:entitySet/$metadata', { schema: { summary: 'EDMX for one dataset, by entity set name', response: { 200: S.Metadata } } }, async (request, reply) =>
         datasetMetadata(request, reply, await bySetName(request)),
       );
-      api.get<{ Params: { entitySet: string } }>('/api/v4/:entitySet', { schema: { summary: 'Rows of one dataset, by entity set name', response: { 200: S.RowsPage } } }, async (request, reply) =>
-        datasetRows(request, reply, await bySetName(request)),
+      api.get<{ Params: { entitySet: string } }>('/api/v4/:entitySet/$count', { schema: { summary: 'How many rows match $filter, by entity set name', response: { 200: S.Count } } }, async (request, reply) =>
+        datasetCount(request, reply, await bySetName(request)),
       );
+      api.get<{ Params: { entitySet: string } }>('/api/v4/:entitySet', { schema: { summary: 'Rows of one dataset, by entity set name; Set(5): the row numbered 5', response: { 200: S.RowsPage } } }, async (request, reply) => {
+        const { segment, key } = splitKey(request.params.entitySet);
+        return key === undefined ? datasetRows(request, reply, await bySetName(request)) : datasetEntity(request, reply, await bySetName(request, segment), key);
+      });
 
       api.all('/api/v4/*', { schema: { hide: true } }, async (request) => {
         if (request.method !== 'GET' && request.method !== 'HEAD') throw odataError('METHOD_NOT_ALLOWED', 'The OData service is read-only: use GET');

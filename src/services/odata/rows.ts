@@ -14,6 +14,8 @@ export interface RowsQuery {
   all: CompiledQuery;
   /** The row-number column. */
   rowId: string;
+  /** IEEE754Compatible=true: Int64 and Decimal values (and the count) as JSON strings. */
+  ieee754?: boolean;
 }
 
 export interface RowsPage {
@@ -40,10 +42,10 @@ interface Block {
  * JSON text in blocks of BLOCK_ROWS rows, in order. DuckDB writes each row's JSON and joins each
  * block, so rows never become JavaScript values one by one.
  */
-async function* orderedBlocks(session: ReadSession, sql: string, values: readonly unknown[], columns: readonly ODataColumn[], room: number): AsyncGenerator<Block> {
+async function* orderedBlocks(session: ReadSession, sql: string, values: readonly unknown[], columns: readonly ODataColumn[], room: number, ieee754?: boolean): AsyncGenerator<Block> {
   const text =
     `SELECT string_agg(j, ',' ORDER BY n), count(*), min(n) >= ${room} FROM (` +
-    `SELECT j, row_number() OVER () - 1 AS n FROM (SELECT ${jsonRowSql(columns)} AS j FROM (${sql}) LIMIT ${room + 1}))` +
+    `SELECT j, row_number() OVER () - 1 AS n FROM (SELECT ${jsonRowSql(columns, ieee754)} AS j FROM (${sql}) LIMIT ${room + 1}))` +
     ` GROUP BY CASE WHEN n >= ${room} THEN -1 ELSE n // ${BLOCK_ROWS} END ORDER BY min(n)`;
   for await (const [joined, rows, probe] of session.rows(text, values as never[])) {
     yield { text: String(joined), rows: Number(rows), last: null, lastText: null, probe: probe === true };
@@ -55,11 +57,20 @@ async function* orderedBlocks(session: ReadSession, sql: string, values: readonl
  * matching rows: blocks are cut by row number (no window over the rows), and the probe row is cut off
  * the end of the last block.
  */
-async function* fileBlocks(session: ReadSession, sql: string, values: readonly unknown[], columns: readonly ODataColumn[], rowId: string, room: number, passed: number): AsyncGenerator<Block> {
+async function* fileBlocks(
+  session: ReadSession,
+  sql: string,
+  values: readonly unknown[],
+  columns: readonly ODataColumn[],
+  rowId: string,
+  room: number,
+  passed: number,
+  ieee754?: boolean,
+): AsyncGenerator<Block> {
   const id = quoteIdent(rowId);
   const text =
     `SELECT string_agg(j, ',' ORDER BY id), count(*), max(id), arg_max(j, id) FROM (` +
-    `SELECT ${jsonRowSql(columns)} AS j, ${id} AS id FROM (${sql}) LIMIT ${room + 1} OFFSET ${passed}) GROUP BY id // ${BLOCK_ROWS} ORDER BY max(id)`;
+    `SELECT ${jsonRowSql(columns, ieee754)} AS j, ${id} AS id FROM (${sql}) LIMIT ${room + 1} OFFSET ${passed}) GROUP BY id // ${BLOCK_ROWS} ORDER BY max(id)`;
   let held: Block | undefined;
   let total = 0;
   for await (const [joined, rows, last, lastText] of session.rows(text, values as never[])) {
@@ -89,7 +100,9 @@ async function* fileBlocks(session: ReadSession, sql: string, values: readonly u
  */
 export async function* rowsDocument(session: ReadSession, query: RowsQuery, options: RowsOptions, page: RowsPage): AsyncGenerator<string> {
   const { shown, all } = query;
-  const count = options.count ? String(await session.scalar(shown.countSql(await session.relation()), shown.params.values)) : undefined;
+  const counted = options.count ? String(await session.scalar(shown.countSql(await session.relation()), shown.params.values)) : undefined;
+  // @odata.count is an Edm.Int64: a string under IEEE754Compatible=true.
+  const count = counted !== undefined && query.ieee754 ? JSON.stringify(counted) : counted;
   if (options.top === 0) {
     yield `${pageHead(page.contextUrl, count)}${pageTail()}`;
     return;
@@ -109,7 +122,7 @@ export async function* rowsDocument(session: ReadSession, query: RowsQuery, opti
     let passed = options.skiptokenRows;
     for (; file < session.dataset.files.length && next === undefined; file++, row = 0, passed = 0) {
       const relation = await session.fileRelation(file, row);
-      for await (const block of fileBlocks(session, all.sql(relation), all.params.values, shown.columns, query.rowId, options.top - sent, passed)) {
+      for await (const block of fileBlocks(session, all.sql(relation), all.params.values, shown.columns, query.rowId, options.top - sent, passed, query.ieee754)) {
         // The probe row is the first row of the next page.
         if (block.probe) next = String(block.last);
         else yield emit(block);
@@ -118,7 +131,7 @@ export async function* rowsDocument(session: ReadSession, query: RowsQuery, opti
   } else {
     const offset = options.skip + options.skiptoken;
     const ordered = `${shown.sql(await session.relation(), { totalOrder: true })} OFFSET ${offset}`;
-    for await (const block of orderedBlocks(session, ordered, shown.params.values, shown.columns, options.top)) {
+    for await (const block of orderedBlocks(session, ordered, shown.params.values, shown.columns, options.top, query.ieee754)) {
       if (block.probe) next = String(options.skiptoken + sent);
       else yield emit(block);
     }

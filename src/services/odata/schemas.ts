@@ -24,3 +24,11 @@ export const RowsPage = mediaResponse('A page of rows; @odata.nextLink continues
 export const Metadata = mediaResponse('The EDMX (CSDL XML) document', { 'application/xml': z.string() });
 
 export const LlmsTxt = mediaResponse('Directives for automated agents', { 'text/plain': z.string() });
+
+/** One entity (a row, by its key), as DuckDB writes it. */
+export const Entity = mediaResponse('One row, by its key (the row number in the version)', {
+  'application/json': z.record(z.string(), z.unknown()).meta({ id: 'ODataEntity' }),
+});
+
+/** `…/$count`: the number of matching rows, as text. */
+export const Count = mediaResponse('How many rows match $filter', { 'text/plain': z.string() });

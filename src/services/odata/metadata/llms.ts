@@ -32,6 +32,8 @@ export function llmsTxt(baseUrl: string, tokenUrl: string = tokenUrlFor(baseUrl)
   Nullable, Custom.Description (what a dataset or column means), Custom.Statistics (Min, Max, NullCount,
   DistinctValueCount, CIDR) to pick sensible filter values, Custom.Snapshot (Id, TotalRecords), Custom.Tags,
   Custom.Role (your role). _lakeport_row_id is a synthetic key (row position in the version).
+- One row by its key: GET ${root}/{ws}/{coll}/{ds}(42) (a single entity). The number of rows matching a
+  filter: GET ${root}/{ws}/{coll}/{ds}/$count?$filter=... (plain text).
 
 ## Versions
 
