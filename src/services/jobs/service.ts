@@ -9,6 +9,7 @@ import { AppError, RequestValidationError, scrubServerPaths } from '../../core/e
 import type { Logger } from '../../core/logger.ts';
 import type { BlobStore } from '../../core/storage/index.ts';
 import { jobsError } from './errors.ts';
+import { DOWNLOAD_LIMIT } from './schemas.ts';
 import type { JobRepo, JobRow } from './repo.ts';
 import type { LakeportStatements } from './statements/index.ts';
 import type { ParamValue } from './types.ts';
@@ -118,7 +119,7 @@ export class JobsService {
       // Also for errors stored before paths were scrubbed, or by a worker that failed outright.
       error: job.error && { ...job.error, message: scrubServerPaths(job.error.message) },
       status_url: this.url(job, 'status'),
-      ...(done ? { results_url: this.url(job, 'results'), download_url: this.url(job, 'download') } : {}),
+      ...(done ? { results_url: this.url(job, 'results'), download_url: this.downloadUrl(job, 'csv', DOWNLOAD_LIMIT, 0) } : {}),
     };
   }
 
@@ -196,7 +197,31 @@ export class JobsService {
     stream.once('close', () => void fsp.rm(file, { force: true }));
     const types = { csv: 'text/csv; charset=utf-8', json: 'application/x-ndjson', parquet: 'application/vnd.apache.parquet' };
     const extension = { csv: 'csv', json: 'jsonl', parquet: 'parquet' }[options.file_format];
-    return { stream, contentType: types[options.file_format], fileName: `${job.execution_id}.${extension}` };
+    return { stream, contentType: types[options.file_format], fileName: `${job.execution_id}.${extension}`, headers: this.rangeHeaders(job, options) };
+  }
+
+  /**
+   * What a download holds of the whole result: `Lakeport-Total-Rows` (the result's rows),
+   * `Lakeport-Range` (`rows <first>-<last>/<total>`, 0-based and inclusive like Content-Range; an
+   * asterisk in place of `<first>-<last>` when the file has no rows), `Lakeport-Truncated` (`true`
+   * when rows follow the range), and a `Link` with rel="next" to the following range (same format and limit) when they do.
+   */
+  private rangeHeaders(job: JobRow, options: { file_format: string; limit: number; offset: number }): Record<string, string> {
+    const total = Number(job.row_count ?? 0);
+    const served = Math.max(0, Math.min(options.limit, total - options.offset));
+    const end = options.offset + served;
+    const more = served > 0 && end < total;
+    const headers: Record<string, string> = {
+      'lakeport-total-rows': String(total),
+      'lakeport-range': served > 0 ? `rows ${options.offset}-${end - 1}/${total}` : `rows */${total}`,
+      'lakeport-truncated': String(more),
+    };
+    if (more) headers.link = `<${this.downloadUrl(job, options.file_format, options.limit, end)}>; rel="next"`;
+    return headers;
+  }
+
+  private downloadUrl(job: Pick<JobRow, 'execution_id'>, format: string, limit: number, offset: number) {
+    return `${this.url(job, 'download')}?file_format=${format}&limit=${limit}&offset=${offset}`;
   }
 
   /** Removes results past their retention time (in batches); returns how many. */
