@@ -44,9 +44,12 @@ const MAX_WAIT_SECONDS = 30;
 const RECENT_PAGE = 100;
 const VARIABLE_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;
 
-/** Timings in milliseconds, from the job's timestamps. */
+/**
+ * Timings in milliseconds, from the job's timestamps (all from the database's clock, see repo.ts);
+ * never negative, also for rows stored before they were.
+ */
 function timings(job: JobRow) {
-  const ms = (a: Date | null, b: Date | null) => (a && b ? b.getTime() - a.getTime() : null);
+  const ms = (a: Date | null, b: Date | null) => (a && b ? Math.max(0, b.getTime() - a.getTime()) : null);
   return { queued_ms: ms(job.created_at, job.started_at ?? job.finished_at), running_ms: ms(job.started_at, job.finished_at), total_ms: ms(job.created_at, job.finished_at) };
 }
 
@@ -226,10 +229,10 @@ export class JobsService {
 
   /** Removes results past their retention time (in batches); returns how many. */
   async sweepExpiredResults(): Promise<number> {
-    const before = new Date(Date.now() - (this.deps.resultRetentionMs ?? 24 * 3600_000));
+    const retentionMs = this.deps.resultRetentionMs ?? 24 * 3600_000;
     let removed = 0;
     for (;;) {
-      const expired = await this.deps.repo.expireResults(before, 500);
+      const expired = await this.deps.repo.expireResults(retentionMs, 500);
       for (const { executionId, key } of expired) {
         this.deps.pool.forget(executionId);
         // Its row no longer names the file: one that cannot be removed must not keep the others.
