@@ -9,6 +9,7 @@ import path from 'node:path';
 import { PassThrough } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { signIn } from '../../test/clients.ts';
+import { LakeportClient } from '../client/index.ts';
 import { createTestApp, tempDir, type TestApp } from '../../test/harness.ts';
 import { queryCommand } from './query.ts';
 
@@ -83,10 +84,36 @@ describe('lakeport query --output', { timeout: 60_000 }, () => {
     }
   });
 
+  it('LakeportClient.downloadJobResult follows rel="next" range by range, and fetches a truncated Parquet result again whole', async () => {
+    const client = LakeportClient.fromEnv();
+    const { execution_id } = await client.submitJob({ sql_text: SQL });
+    expect((await client.waitForJob(execution_id)).status).toBe('succeeded');
+    const first = await client.downloadJobRange(execution_id);
+    await first.body.cancel();
+    expect(first).toMatchObject({ totalRows: 25_000, range: { first: 0, last: 9_999 }, truncated: true });
+    expect(Object.fromEntries(first.next!)).toEqual({ file_format: 'csv', limit: '10000', offset: '10000' });
+    const csv = path.join(dir.dir, 'client.csv');
+    expect(await client.downloadJobResult(execution_id, csv, { limit: 7_000 })).toEqual({ rows: 25_000, requests: 4 });
+    expect(fs.readFileSync(csv, 'utf8').trimEnd().split('\n')).toHaveLength(25_001);
+    const parquet = path.join(dir.dir, 'client.parquet');
+    expect(await client.downloadJobResult(execution_id, parquet, { file_format: 'parquet' })).toEqual({ rows: 25_000, requests: 2 });
+    const db = await DuckDBInstance.create(':memory:');
+    const c = await db.connect();
+    try {
+      expect((await c.runAndReadAll(`SELECT count(*)::INT AS n FROM read_parquet('${parquet}')`)).getRowObjectsJson()).toEqual([{ n: 25_000 }]);
+    } finally {
+      c.closeSync();
+      db.closeSync();
+    }
+  });
+
   it('writes an empty result as a header only, and refuses a format it cannot write', async () => {
     const file = path.join(dir.dir, 'none.csv');
     expect((await query('SELECT 1 AS one WHERE false', '--output', file)).stdout).toBe(`0 rows written to ${file}\n`);
     expect(fs.readFileSync(file, 'utf8').trim()).toBe('one');
+    const none = path.join(dir.dir, 'none.parquet');
+    expect((await query('SELECT 1 AS one WHERE false', '--output', none)).stdout).toBe(`0 rows written to ${none}\n`);
+    expect(fs.readFileSync(none).subarray(0, 4).toString()).toBe('PAR1');
     const refused = await query('SELECT 1', '--output', path.join(dir.dir, 'x.txt'), '--format', 'table');
     expect(refused.code).toBe(2);
     expect(refused.stderr).toMatch(/^lakeport: usage: /);

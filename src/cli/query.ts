@@ -49,7 +49,9 @@ export async function queryCommand(args: string[], io: { stdout: NodeJS.Writable
       return 1;
     }
     if (output !== undefined) {
-      const written = await client.downloadJobResult(job.execution_id, output, { file_format: format as DownloadFormat });
+      // Parquet cannot be joined from ranges: ask for all of it at once (the status gave its size).
+      const limit = format === 'parquet' && typeof status.row_count === 'number' ? status.row_count : undefined;
+      const written = await client.downloadJobResult(job.execution_id, output, { file_format: format as DownloadFormat, limit });
       io.stdout.write(`${written.rows} row${written.rows === 1 ? '' : 's'} written to ${output}\n`);
       return 0;
     }
