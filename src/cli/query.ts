@@ -1,19 +1,32 @@
 import { parseArgs } from 'node:util';
-import { LakeportApiError, LakeportClient } from '../client/index.ts';
+import { LakeportApiError, LakeportClient, type DownloadFormat } from '../client/index.ts';
 
-/** `lakeport query "SQL" [--param k=v]… [--format table|csv|json]`: submit, wait, print every row. */
+const USAGE = 'lakeport: usage: lakeport query "SQL" [--param name=value]... [--format table|csv|json] | [--output FILE [--format csv|json|parquet]]\n';
+
+/** The file format `--output FILE` implies by its extension (CSV unless it names JSON or Parquet). */
+function formatOfFile(file: string): DownloadFormat {
+  const extension = file.toLowerCase().split('.').pop();
+  return extension === 'parquet' ? 'parquet' : extension === 'json' || extension === 'jsonl' || extension === 'ndjson' ? 'json' : 'csv';
+}
+
+/**
+ * `lakeport query "SQL" [--param k=v]… [--format table|csv|json]`: submit, wait, print every row.
+ * With `--output FILE`, the whole result is downloaded into FILE instead (csv, newline-delimited json
+ * or parquet: `--format`, else the file's extension), every range of it, not only the first.
+ */
 export async function queryCommand(args: string[], io: { stdout: NodeJS.WritableStream; stderr: NodeJS.WritableStream } = process): Promise<number> {
   let parsed;
   try {
-    parsed = parseArgs({ args, allowPositionals: true, options: { param: { type: 'string', multiple: true, default: [] }, format: { type: 'string', default: 'table' } } });
+    parsed = parseArgs({ args, allowPositionals: true, options: { param: { type: 'string', multiple: true, default: [] }, format: { type: 'string' }, output: { type: 'string', short: 'o' } } });
   } catch (error) {
     io.stderr.write(`lakeport: ${(error as Error).message}\n`);
     return 2;
   }
   const { values, positionals } = parsed;
-  const format = values.format;
-  if (positionals.length !== 1 || !['table', 'csv', 'json'].includes(format)) {
-    io.stderr.write('lakeport: usage: lakeport query "SQL" [--param name=value]... [--format table|csv|json]\n');
+  const output = values.output;
+  const format = values.format ?? (output === undefined ? 'table' : formatOfFile(output));
+  if (positionals.length !== 1 || output === '' || !(output === undefined ? ['table', 'csv', 'json'] : ['csv', 'json', 'parquet']).includes(format)) {
+    io.stderr.write(USAGE);
     return 2;
   }
   const parameters: Record<string, string | number | boolean> = {};
@@ -34,6 +47,13 @@ export async function queryCommand(args: string[], io: { stdout: NodeJS.Writable
       const where = status.error?.line ? ` (line ${status.error.line}, column ${status.error.column})` : '';
       io.stderr.write(`lakeport: query ${status.status}: ${status.error?.code ?? ''} ${status.error?.message ?? ''}${where}`.replace(/\s+/g, ' ').trimEnd() + '\n');
       return 1;
+    }
+    if (output !== undefined) {
+      // Parquet cannot be joined from ranges: ask for all of it at once (the status gave its size).
+      const limit = format === 'parquet' && typeof status.row_count === 'number' ? status.row_count : undefined;
+      const written = await client.downloadJobResult(job.execution_id, output, { file_format: format as DownloadFormat, limit });
+      io.stdout.write(`${written.rows} row${written.rows === 1 ? '' : 's'} written to ${output}\n`);
+      return 0;
     }
     let first = true;
     let offset = 0;

@@ -26,6 +26,8 @@ export {
   type JobResults,
   type JobStatus,
   type JobSubmitted,
+  type DownloadFormat,
+  type DownloadRange,
 } from './lakeport-client.ts';
 export {
   DEFAULT_SAMPLE_BYTES,

@@ -5,9 +5,11 @@
  * `POST /auth/token` (client_credentials), refreshes shortly before expiry with the refresh token, and on
  * a 401 refreshes once (refresh_token grant, falling back to client_credentials) and repeats the request.
  */
-import { createReadStream } from 'node:fs';
-import { stat } from 'node:fs/promises';
+import { createReadStream, createWriteStream } from 'node:fs';
+import { rm, stat } from 'node:fs/promises';
 import path from 'node:path';
+import { Readable, Transform } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import {
   DEFAULT_SAMPLE_BYTES,
   contentTypeFor,
@@ -46,6 +48,22 @@ export type JobRequest = JobsApi.paths['/jobs/api/v1/jobs']['post']['requestBody
 export type JobSubmitted = JobSchemas['JobSubmitted'];
 export type JobStatus = JobSchemas['Job'];
 export type JobResults = JobSchemas['ResultsPage'];
+
+export type DownloadFormat = 'csv' | 'json' | 'parquet';
+
+/** One range of a job's results as a file (`GET …/download`), with what its headers say of the whole. */
+export interface DownloadRange {
+  /** The file's bytes (read it, or cancel it). */
+  body: ReadableStream<Uint8Array>;
+  /** `Lakeport-Total-Rows`: rows of the whole result. */
+  totalRows: number;
+  /** `Lakeport-Range`: the 0-based first and last row this file holds, or null when it holds none. */
+  range: { first: number; last: number } | null;
+  /** `Lakeport-Truncated`: rows of the result follow this range. */
+  truncated: boolean;
+  /** The query (`file_format`, `limit`, `offset`) of the next range, from `Link: <…>; rel="next"`; null when none follows. */
+  next: URLSearchParams | null;
+}
 
 /** A file to negotiate: a path (sampled here) or a name with a ready sample. */
 export type NegotiateFile = string | { name: string; sample: Uint8Array };
@@ -401,6 +419,67 @@ export class LakeportClient {
     return this.#json<JobResults>('GET', `/jobs/api/v1/jobs/${encodeURIComponent(id)}/results?${q}`);
   }
 
+  /**
+   * `GET /jobs/api/v1/jobs/{id}/download`: one range of the results as a file (the server's default
+   * limit is 10 000 rows; see `DownloadRange.next` for the rest, or `downloadJobResult` for all of it).
+   */
+  async downloadJobRange(id: string, query: { file_format?: DownloadFormat; limit?: number; offset?: number } | URLSearchParams = {}): Promise<DownloadRange> {
+    const q = query instanceof URLSearchParams ? query : new URLSearchParams(Object.entries(query).filter(([, v]) => v !== undefined).map(([k, v]) => [k, String(v)]));
+    const pathname = `/jobs/api/v1/jobs/${encodeURIComponent(id)}/download?${q}`;
+    const response = await this.#authorized('GET', pathname);
+    if (!response.ok || !response.body) {
+      const text = await response.text().catch(() => '');
+      throw new LakeportApiError(response.status, parseBody(text));
+    }
+    const range = /^rows (\d+)-(\d+)\//.exec(response.headers.get('lakeport-range') ?? '');
+    // The link names the server's public URL; only its query is taken, and asked of this client's URL.
+    const link = /<([^>]*)>\s*;\s*rel="?next"?/.exec(response.headers.get('link') ?? '');
+    return {
+      body: response.body,
+      totalRows: Number(response.headers.get('lakeport-total-rows') ?? NaN),
+      range: range ? { first: Number(range[1]), last: Number(range[2]) } : null,
+      truncated: response.headers.get('lakeport-truncated') === 'true',
+      next: link ? new URL(link[1], this.url).searchParams : null,
+    };
+  }
+
+  /**
+   * Writes a job's whole result to `destination` as one file. CSV and newline-delimited JSON: every
+   * range, following `rel="next"` (`limit` rows a request; the server's default when not given), CSV
+   * with its header line once. Parquet files cannot be joined: when the first range is not the whole
+   * result, the whole result is asked for in one range (`limit` = its total rows). On an error the
+   * partial file is removed. Returns the rows written and the requests made.
+   */
+  async downloadJobResult(id: string, destination: string, options: { file_format?: DownloadFormat; limit?: number } = {}): Promise<{ rows: number; requests: number }> {
+    const format = options.file_format ?? 'csv';
+    const out = createWriteStream(destination);
+    let rows = 0;
+    let requests = 0;
+    try {
+      let query: URLSearchParams | null = new URLSearchParams({ file_format: format, offset: '0', ...(options.limit === undefined ? {} : { limit: String(options.limit) }) });
+      while (query) {
+        let part = await this.downloadJobRange(id, query);
+        requests++;
+        if (format === 'parquet' && part.truncated) {
+          await part.body.cancel().catch(() => undefined);
+          part = await this.downloadJobRange(id, { file_format: 'parquet', offset: 0, limit: part.totalRows });
+          requests++;
+        }
+        const source = Readable.fromWeb(part.body as import('node:stream/web').ReadableStream<Uint8Array>);
+        const steps: NodeJS.ReadWriteStream[] = requests > 1 && format === 'csv' ? [withoutCsvHeader()] : [];
+        await pipeline([source, ...steps, out], { end: false });
+        rows += part.range ? part.range.last - part.range.first + 1 : 0;
+        query = format === 'parquet' ? null : part.next;
+      }
+      await new Promise<void>((resolve, reject) => out.end((error?: Error | null) => (error ? reject(error) : resolve())));
+      return { rows, requests };
+    } catch (error) {
+      out.destroy();
+      await rm(destination, { force: true });
+      throw error;
+    }
+  }
+
   // -------------------------------------------------------------------------------------------------
   // Transport
   // -------------------------------------------------------------------------------------------------
@@ -517,6 +596,25 @@ export class LakeportClient {
       refreshToken: typeof body.refresh_token === 'string' ? body.refresh_token : keepRefreshToken,
     };
   }
+}
+
+/** Drops a CSV file's first record (its header line; a quoted name may hold a line break). */
+function withoutCsvHeader(): Transform {
+  let inHeader = true;
+  let quoted = false;
+  return new Transform({
+    transform(chunk: Buffer, _encoding, done) {
+      if (!inHeader) return done(null, chunk);
+      for (let i = 0; i < chunk.length; i++) {
+        if (chunk[i] === 0x22) quoted = !quoted;
+        else if (chunk[i] === 0x0a && !quoted) {
+          inHeader = false;
+          return done(null, chunk.subarray(i + 1));
+        }
+      }
+      done();
+    },
+  });
 }
 
 function jsonBody(value: unknown): BodyFactory {

@@ -429,6 +429,7 @@ export interface paths {
             parameters: {
                 query?: {
                     file_format?: "csv" | "json" | "parquet";
+                    /** @description Rows in the file (default 10000); the Lakeport-Total-Rows, Lakeport-Range, Lakeport-Truncated and Link headers say what the file holds of the whole result */
                     limit?: number;
                     offset?: number;
                 };
@@ -440,9 +441,17 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                /** @description The results as a file */
+                /** @description The results as a file: the range of rows its offset and limit select (see the headers) */
                 200: {
                     headers: {
+                        /** @description Rows of the whole result */
+                        "Lakeport-Total-Rows"?: unknown;
+                        /** @description The rows this file holds, as `rows <first>-<last>/<total>` (0-based, inclusive, like Content-Range), or `rows *\/<total>` when it holds none */
+                        "Lakeport-Range"?: unknown;
+                        /** @description `true` when rows of the result follow this range (fetch the Link rel="next"), else `false` */
+                        "Lakeport-Truncated"?: unknown;
+                        /** @description When rows follow: `<url>; rel="next"`, the next range in the same format and limit */
+                        Link?: unknown;
                         [name: string]: unknown;
                     };
                     content: {
@@ -729,7 +738,7 @@ export interface components {
             status_url: string;
             /** @description Once the job succeeded */
             results_url?: string;
-            /** @description Once the job succeeded */
+            /** @description Once the job succeeded: the first range as CSV, its limit (the default, 10000 rows) explicit; the answer's Link rel="next" continues it */
             download_url?: string;
         };
         JobError: {

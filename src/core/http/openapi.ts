@@ -25,8 +25,8 @@ export const BinaryBody = z.string().meta({ format: 'binary' });
  * A response whose body is sent as a string or a stream (never through the serializer), described by its
  * media types: `response: { 200: mediaResponse('The EDMX', { 'application/xml': z.string() }) }`.
  */
-export function mediaResponse(description: string, media: Media) {
-  return { description, media, content: Object.fromEntries(Object.entries(media).map(([type, schema]) => [type, { schema }])) };
+export function mediaResponse(description: string, media: Media, headers?: Record<string, { description: string; schema: object }>) {
+  return { description, media, headers, content: Object.fromEntries(Object.entries(media).map(([type, schema]) => [type, { schema }])) };
 }
 
 /**
@@ -85,7 +85,9 @@ function transform(input: TransformInput) {
   const transformed = result.schema as Record<string, unknown> & { response: Record<string, Record<string, unknown>> };
   for (const [status, error] of Object.entries(errors)) transformed.response[status].description = error.description;
   for (const [status, entry] of entries) {
-    if (isMediaEntry(entry)) transformed.response[status] = { description: entry.description, content: mediaContent(input, 'response', entry.media) };
+    if (isMediaEntry(entry)) {
+      transformed.response[status] = { description: entry.description, ...(entry.headers ? { headers: entry.headers } : {}), content: mediaContent(input, 'response', entry.media) };
+    }
   }
   if (bodyMedia) transformed.body = { content: mediaContent(input, 'body', bodyMedia) };
   return result;

@@ -34,4 +34,21 @@ describe('claiming queued jobs', () => {
     const [again] = await repo.claim('w1', 1);
     expect(again).toMatchObject({ execution_id, attempts: 2 });
   });
+
+  it('takes every timestamp from one clock: a job claimed as it is inserted never started before it was created', async () => {
+    const gaps: number[] = [];
+    for (let i = 0; i < 40; i++) {
+      // The claim is asked for while the insert is on its way, so it runs right after it.
+      const inserted = enqueue(`racer_${i}`);
+      const claimed = repo.claim(`wr_${i}`, 1);
+      const { execution_id } = await inserted;
+      let job = (await claimed).find((j) => j.execution_id === execution_id);
+      // (Where the two statements ran side by side, the claim did not see the job: claim it now.)
+      job ??= (await repo.claim(`wr_${i}`, 1)).find((j) => j.execution_id === execution_id);
+      expect(job).toBeDefined();
+      const finished = await repo.finish(execution_id, `wr_${i}`, { status: 'succeeded' });
+      gaps.push(job!.started_at!.getTime() - job!.created_at.getTime(), finished!.finished_at!.getTime() - job!.started_at!.getTime());
+    }
+    expect(gaps.filter((g) => g < 0)).toEqual([]);
+  });
 });

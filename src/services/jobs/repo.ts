@@ -12,11 +12,25 @@ export type NewJob = Omit<Insertable<JobsTable>, 'parameters' | 'status'> & { pa
 
 export const IN_PROGRESS = ['queued', 'running'] as const;
 
+/**
+ * Every timestamp of a job comes from one clock, the metadata database's (`now()`, the time its
+ * statement's transaction started): created_at by the column's default, started_at, heartbeat_at and
+ * finished_at by the statements below. A job is claimed or finished only by a statement that sees
+ * it already inserted (or claimed), so each timestamp is at or after the one before it, whichever
+ * process or host sets it: no timing is negative. (The server's clock, read before a statement waits
+ * its turn, could be behind the database's time of an insert that went first.)
+ */
+const NOW = sql<Date>`now()`;
+/** The database's time `ms` milliseconds ago. */
+const ago = (ms: number) => sql<Date>`now() - ${ms}::float8 * interval '1 millisecond'`;
+
 export class JobRepo {
   constructor(private readonly db: Db) {}
 
-  async insert(row: Insertable<JobsTable>): Promise<JobRow> {
-    return this.db.kysely.insertInto('jobs').values(row).returningAll().executeTakeFirstOrThrow();
+  /** Inserts a job that already ran to its end (a Lakeport statement) for `ranForMs`, ending now. */
+  async insertFinished(row: Omit<Insertable<JobsTable>, 'created_at' | 'started_at' | 'finished_at'>, ranForMs: number): Promise<JobRow> {
+    const started = ago(Math.max(0, ranForMs));
+    return this.db.kysely.insertInto('jobs').values({ ...row, created_at: started, started_at: started, finished_at: NOW }).returningAll().executeTakeFirstOrThrow();
   }
 
   /**
@@ -29,13 +43,12 @@ export class JobRepo {
 
   /** As enqueue, but the job is inserted already claimed by `workerId` (running, as claim() leaves it): one statement instead of two. */
   async enqueueClaimed(row: NewJob, workerId: string): Promise<JobRow> {
-    const now = new Date();
-    // created_at from the same clock as started_at, so queued_ms is never negative.
-    const claimed = { status: 'running' as const, worker_id: workerId, created_at: now, started_at: now, heartbeat_at: now, attempts: 1 };
+    // created_at and started_at are the same now(): queued_ms is 0.
+    const claimed = { status: 'running' as const, worker_id: workerId, created_at: NOW, started_at: NOW, heartbeat_at: NOW, attempts: 1 };
     return this.db.kysely.insertInto('jobs').values(this.newJob(row, claimed)).returningAll().executeTakeFirstOrThrow();
   }
 
-  private newJob(row: NewJob, state: Pick<Insertable<JobsTable>, 'status'> & Partial<Insertable<JobsTable>>): InsertObject<Database, 'jobs'> {
+  private newJob(row: NewJob, state: Pick<Insertable<JobsTable>, 'status'> & Partial<InsertObject<Database, 'jobs'>>): InsertObject<Database, 'jobs'> {
     const saved = sql`coalesce((SELECT jsonb_object_agg(name, value) FROM variables WHERE owner = ${row.owner}), '{}'::jsonb)`;
     return { ...row, ...state, parameters: sql`${saved} || ${JSON.stringify(row.parameters)}::jsonb` };
   }
@@ -69,7 +82,6 @@ export class JobRepo {
    * owner with `perOwner` jobs running already (anywhere) wait, so one identity cannot take every slot.
    */
   async claim(workerId: string, limit = 1, perOwner = 1_000_000): Promise<JobRow[]> {
-    const now = new Date();
     // `place`: the job's rank among its owner's queued jobs after the ones already running; a job
     // is taken only while its owner stays within `perOwner`. The pick is a CTE so it runs once:
     // as an `IN (subquery)` the planner may rescan it, and a rescan of LIMIT … SKIP LOCKED picks again.
@@ -86,7 +98,7 @@ export class JobRepo {
       ), picked AS (
         SELECT execution_id FROM jobs WHERE execution_id IN (SELECT execution_id FROM eligible) AND status = 'queued' FOR UPDATE SKIP LOCKED
       )
-      UPDATE jobs SET status = 'running', worker_id = ${workerId}, started_at = ${now}, heartbeat_at = ${now}, attempts = jobs.attempts + 1
+      UPDATE jobs SET status = 'running', worker_id = ${workerId}, started_at = now(), heartbeat_at = now(), attempts = jobs.attempts + 1
       FROM picked WHERE jobs.execution_id = picked.execution_id
       RETURNING jobs.*`.execute(this.db.kysely);
     return result.rows.sort((a, b) => a.created_at.getTime() - b.created_at.getTime());
@@ -116,12 +128,12 @@ export class JobRepo {
     return Number(row?.bytes ?? 0);
   }
 
-  /** Marks up to `limit` results finished before `before` as removed and returns their jobs and keys (the caller deletes the files). */
-  async expireResults(before: Date, limit: number): Promise<{ executionId: string; key: string }[]> {
+  /** Marks up to `limit` results finished more than `olderThanMs` ago as removed and returns their jobs and keys (the caller deletes the files). */
+  async expireResults(olderThanMs: number, limit: number): Promise<{ executionId: string; key: string }[]> {
     const rows = await this.db.kysely
       .updateTable('jobs')
-      .set({ result_key: null, result_bytes: null, results_expired_at: new Date() })
-      .where('execution_id', 'in', (eb) => eb.selectFrom('jobs').select('execution_id').where('result_key', 'is not', null).where('finished_at', '<', before).limit(limit))
+      .set({ result_key: null, result_bytes: null, results_expired_at: NOW })
+      .where('execution_id', 'in', (eb) => eb.selectFrom('jobs').select('execution_id').where('result_key', 'is not', null).where('finished_at', '<', ago(olderThanMs)).limit(limit))
       .returning((eb) => eb.ref('execution_id').as('id'))
       .execute();
     return rows.map((r) => ({ executionId: r.id, key: `results/${r.id}.parquet` }));
@@ -137,7 +149,7 @@ export class JobRepo {
     if (executionIds.length === 0) return [];
     const rows = await this.db.kysely
       .updateTable('jobs')
-      .set({ heartbeat_at: new Date() })
+      .set({ heartbeat_at: NOW })
       .where('worker_id', '=', workerId)
       .where('execution_id', 'in', executionIds)
       .where('status', '=', 'running')
@@ -164,7 +176,7 @@ export class JobRepo {
         result_bytes: outcome.result_bytes ?? null,
         row_count: outcome.row_count ?? null,
         columns: outcome.columns ? JSON.stringify(outcome.columns) : null,
-        finished_at: new Date(),
+        finished_at: NOW,
       })
       .where('execution_id', '=', executionId)
       .where('worker_id', '=', workerId)
@@ -177,7 +189,7 @@ export class JobRepo {
   async requestCancel(executionId: string): Promise<JobRow | undefined> {
     await this.db.kysely
       .updateTable('jobs')
-      .set({ status: 'cancelled', finished_at: new Date(), error: JSON.stringify({ code: 'CANCELLED', message: 'Cancelled before it started' } satisfies JobFailure) })
+      .set({ status: 'cancelled', finished_at: NOW, error: JSON.stringify({ code: 'CANCELLED', message: 'Cancelled before it started' } satisfies JobFailure) })
       .where('execution_id', '=', executionId)
       .where('status', '=', 'queued')
       .execute();
@@ -186,10 +198,11 @@ export class JobRepo {
   }
 
   /**
-   * Jobs whose worker stopped heart-beating: re-queued while they have attempts left, else failed.
-   * Returns how many of each.
+   * Jobs whose worker stopped heart-beating more than `staleAfterMs` ago: re-queued while they have
+   * attempts left, else failed. Returns how many of each.
    */
-  async recoverStale(staleBefore: Date, maxAttempts: number): Promise<{ requeued: number; failed: number }> {
+  async recoverStale(staleAfterMs: number, maxAttempts: number): Promise<{ requeued: number; failed: number }> {
+    const staleBefore = ago(staleAfterMs);
     const requeued = await this.db.kysely
       .updateTable('jobs')
       .set({ status: 'queued', worker_id: null, heartbeat_at: null, started_at: null })
@@ -203,7 +216,7 @@ export class JobRepo {
       .updateTable('jobs')
       .set((eb) => ({
         status: eb.case().when('cancel_requested', '=', true).then(sql.lit('cancelled')).else(sql.lit('failed')).end() as never,
-        finished_at: new Date(),
+        finished_at: NOW,
         error: JSON.stringify({ code: 'WORKER_LOST', message: 'The worker running this job stopped; it was not retried again' } satisfies JobFailure),
       }))
       .where('status', '=', 'running')

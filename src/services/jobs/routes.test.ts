@@ -82,6 +82,24 @@ describe('running queries', () => {
     }
   });
 
+  it('says what a download holds of the whole result: total, range, truncated, and a Link to the next range', async () => {
+    const job = await run(alice, 'SELECT i FROM range(25000) t(i)');
+    const base = `http://lakeport.test/jobs/api/v1/jobs/${job.execution_id}/download`;
+    // The default limit stays 10000, and the status says so.
+    expect(job.download_url).toBe(`${base}?file_format=csv&limit=10000&offset=0`);
+    const first = await alice.request('GET', `${J}/jobs/${job.execution_id}/download`);
+    expect(first.body.trim().split('\n')).toHaveLength(10_001);
+    expect(first.headers).toMatchObject({ 'lakeport-total-rows': '25000', 'lakeport-range': 'rows 0-9999/25000', 'lakeport-truncated': 'true', link: `<${base}?file_format=csv&limit=10000&offset=10000>; rel="next"` });
+    const last = await alice.request('GET', `${J}/jobs/${job.execution_id}/download?file_format=json&limit=10000&offset=20000`);
+    expect(last.body.trim().split('\n')).toHaveLength(5000);
+    expect(last.headers).toMatchObject({ 'lakeport-total-rows': '25000', 'lakeport-range': 'rows 20000-24999/25000', 'lakeport-truncated': 'false' });
+    expect(last.headers.link).toBeUndefined();
+    const whole = await alice.request('GET', `${J}/jobs/${job.execution_id}/download?limit=25000`);
+    expect(whole.headers).toMatchObject({ 'lakeport-range': 'rows 0-24999/25000', 'lakeport-truncated': 'false' });
+    const past = await alice.request('GET', `${J}/jobs/${job.execution_id}/download?offset=30000`);
+    expect(past.headers).toMatchObject({ 'lakeport-range': 'rows */25000', 'lakeport-truncated': 'false' });
+  });
+
   it('binds parameters, then saved variables, and names a missing one', async () => {
     const bound = await run(alice, 'SELECT count(*) AS n FROM sales.orders.daily WHERE category = :cat AND id > :min', { cat: 'cat_1', min: 100 });
     expect(bound.status).toBe('succeeded');

@@ -13,11 +13,23 @@ export interface JobRouteDeps {
 
 /** A page of results is sent as text, never walked by the serializer. */
 const RESULTS = mediaResponse('A page of results', { 'application/json': S.ResultsPage });
-const DOWNLOAD = mediaResponse('The results as a file', {
-  'text/csv': z.string(),
-  'application/x-ndjson': z.string().describe('One JSON object per line'),
-  'application/vnd.apache.parquet': BinaryBody,
-});
+const DOWNLOAD = mediaResponse(
+  'The results as a file: the range of rows its offset and limit select (see the headers)',
+  {
+    'text/csv': z.string(),
+    'application/x-ndjson': z.string().describe('One JSON object per line'),
+    'application/vnd.apache.parquet': BinaryBody,
+  },
+  {
+    'Lakeport-Total-Rows': { description: 'Rows of the whole result', schema: { type: 'integer', minimum: 0 } },
+    'Lakeport-Range': {
+      description: 'The rows this file holds, as `rows <first>-<last>/<total>` (0-based, inclusive, like Content-Range), or `rows */<total>` when it holds none',
+      schema: { type: 'string', pattern: '^rows ([0-9]+-[0-9]+|\\*)/[0-9]+$' },
+    },
+    'Lakeport-Truncated': { description: '`true` when rows of the result follow this range (fetch the Link rel="next"), else `false`', schema: { type: 'string', enum: ['true', 'false'] } },
+    Link: { description: 'When rows follow: `<url>; rel="next"`, the next range in the same format and limit', schema: { type: 'string' } },
+  },
+);
 
 export const jobRoutes =
   (deps: JobRouteDeps): FastifyPluginAsyncZod =>
@@ -51,7 +63,7 @@ export const jobRoutes =
 
     app.get('/api/v1/jobs/:identifier/download', { schema: { summary: 'Results as a csv, json (newline-delimited) or parquet file', params: S.JobParams, querystring: S.DownloadQuery, response: { 200: DOWNLOAD } } }, async (request, reply) => {
       const file = await jobs.download(principalOf(request), request.params.identifier, request.query);
-      return reply.type(file.contentType).header('content-disposition', `attachment; filename="${file.fileName}"`).send(file.stream);
+      return reply.type(file.contentType).header('content-disposition', `attachment; filename="${file.fileName}"`).headers(file.headers).send(file.stream);
     });
 
     app.get('/api/v1/variables', { schema: { summary: "The caller's saved variables", response: { 200: S.Variables } } }, async (request) => jobs.variables(principalOf(request)));

@@ -41,9 +41,11 @@ const nonNegative = (fallback: number, max?: number) => {
 
 export const StatusQuery = z.object({ wait: z.coerce.number().min(0).max(30).default(0).describe('Seconds to wait for the job to leave queued/running (at most 30)') });
 export const ResultsQuery = z.object({ num_rows: nonNegative(5000, 100_000).pipe(z.number().min(1)), offset: nonNegative(0), verbose: queryBoolean(false) });
+/** Rows a download holds unless its `limit` says otherwise (the spec's default). */
+export const DOWNLOAD_LIMIT = 10_000;
 export const DownloadQuery = z.object({
   file_format: z.enum(['csv', 'json', 'parquet']).default('csv'),
-  limit: nonNegative(10_000),
+  limit: nonNegative(DOWNLOAD_LIMIT).describe('Rows in the file (default 10000); the Lakeport-Total-Rows, Lakeport-Range, Lakeport-Truncated and Link headers say what the file holds of the whole result'),
   offset: nonNegative(0),
 });
 export const RecentQuery = z.object({ filter: z.string().max(1000).nullish() });
@@ -81,7 +83,7 @@ export const Job = z
     error: JobError.nullable(),
     status_url: z.string(),
     results_url: z.string().optional().describe('Once the job succeeded'),
-    download_url: z.string().optional().describe('Once the job succeeded'),
+    download_url: z.string().optional().describe('Once the job succeeded: the first range as CSV, its limit (the default, 10000 rows) explicit; the answer\'s Link rel="next" continues it'),
   })
   .meta({ id: 'Job' });
 

@@ -9,6 +9,7 @@ import { AppError, RequestValidationError, scrubServerPaths } from '../../core/e
 import type { Logger } from '../../core/logger.ts';
 import type { BlobStore } from '../../core/storage/index.ts';
 import { jobsError } from './errors.ts';
+import { DOWNLOAD_LIMIT } from './schemas.ts';
 import type { JobRepo, JobRow } from './repo.ts';
 import type { LakeportStatements } from './statements/index.ts';
 import type { ParamValue } from './types.ts';
@@ -43,9 +44,12 @@ const MAX_WAIT_SECONDS = 30;
 const RECENT_PAGE = 100;
 const VARIABLE_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;
 
-/** Timings in milliseconds, from the job's timestamps. */
+/**
+ * Timings in milliseconds, from the job's timestamps (all from the database's clock, see repo.ts);
+ * never negative, also for rows stored before they were.
+ */
 function timings(job: JobRow) {
-  const ms = (a: Date | null, b: Date | null) => (a && b ? b.getTime() - a.getTime() : null);
+  const ms = (a: Date | null, b: Date | null) => (a && b ? Math.max(0, b.getTime() - a.getTime()) : null);
   return { queued_ms: ms(job.created_at, job.started_at ?? job.finished_at), running_ms: ms(job.started_at, job.finished_at), total_ms: ms(job.created_at, job.finished_at) };
 }
 
@@ -118,7 +122,7 @@ export class JobsService {
       // Also for errors stored before paths were scrubbed, or by a worker that failed outright.
       error: job.error && { ...job.error, message: scrubServerPaths(job.error.message) },
       status_url: this.url(job, 'status'),
-      ...(done ? { results_url: this.url(job, 'results'), download_url: this.url(job, 'download') } : {}),
+      ...(done ? { results_url: this.url(job, 'results'), download_url: this.downloadUrl(job, 'csv', DOWNLOAD_LIMIT, 0) } : {}),
     };
   }
 
@@ -196,15 +200,39 @@ export class JobsService {
     stream.once('close', () => void fsp.rm(file, { force: true }));
     const types = { csv: 'text/csv; charset=utf-8', json: 'application/x-ndjson', parquet: 'application/vnd.apache.parquet' };
     const extension = { csv: 'csv', json: 'jsonl', parquet: 'parquet' }[options.file_format];
-    return { stream, contentType: types[options.file_format], fileName: `${job.execution_id}.${extension}` };
+    return { stream, contentType: types[options.file_format], fileName: `${job.execution_id}.${extension}`, headers: this.rangeHeaders(job, options) };
+  }
+
+  /**
+   * What a download holds of the whole result: `Lakeport-Total-Rows` (the result's rows),
+   * `Lakeport-Range` (`rows <first>-<last>/<total>`, 0-based and inclusive like Content-Range; an
+   * asterisk in place of `<first>-<last>` when the file has no rows), `Lakeport-Truncated` (`true`
+   * when rows follow the range), and a `Link` with rel="next" to the following range (same format and limit) when they do.
+   */
+  private rangeHeaders(job: JobRow, options: { file_format: string; limit: number; offset: number }): Record<string, string> {
+    const total = Number(job.row_count ?? 0);
+    const served = Math.max(0, Math.min(options.limit, total - options.offset));
+    const end = options.offset + served;
+    const more = served > 0 && end < total;
+    const headers: Record<string, string> = {
+      'lakeport-total-rows': String(total),
+      'lakeport-range': served > 0 ? `rows ${options.offset}-${end - 1}/${total}` : `rows */${total}`,
+      'lakeport-truncated': String(more),
+    };
+    if (more) headers.link = `<${this.downloadUrl(job, options.file_format, options.limit, end)}>; rel="next"`;
+    return headers;
+  }
+
+  private downloadUrl(job: Pick<JobRow, 'execution_id'>, format: string, limit: number, offset: number) {
+    return `${this.url(job, 'download')}?file_format=${format}&limit=${limit}&offset=${offset}`;
   }
 
   /** Removes results past their retention time (in batches); returns how many. */
   async sweepExpiredResults(): Promise<number> {
-    const before = new Date(Date.now() - (this.deps.resultRetentionMs ?? 24 * 3600_000));
+    const retentionMs = this.deps.resultRetentionMs ?? 24 * 3600_000;
     let removed = 0;
     for (;;) {
-      const expired = await this.deps.repo.expireResults(before, 500);
+      const expired = await this.deps.repo.expireResults(retentionMs, 500);
       for (const { executionId, key } of expired) {
         this.deps.pool.forget(executionId);
         // Its row no longer names the file: one that cannot be removed must not keep the others.

@@ -322,7 +322,7 @@ export class WorkerPool {
   /** Re-queues (or fails) jobs whose worker stopped heart-beating; runs periodically. */
   async recover() {
     try {
-      const { requeued, failed } = await this.repo.recoverStale(new Date(Date.now() - this.options.staleAfterMs), this.options.maxAttempts);
+      const { requeued, failed } = await this.repo.recoverStale(this.options.staleAfterMs, this.options.maxAttempts);
       if (requeued + failed > 0) this.log.info({ requeued, failed }, 'recovered jobs of workers that stopped');
     } catch (error) {
       this.log.warn({ err: error }, 'could not recover stale jobs; the next round tries again');

@@ -80,7 +80,7 @@ export class LakeportStatements {
   async submit(caller: Principal, input: { sql_text: string; client_info?: Record<string, unknown> | null; parameters?: Record<string, ParamValue> | null }): Promise<JobRow | undefined> {
     const sqlText = input.sql_text;
     if (!this.handles(sqlText)) return undefined;
-    const started = new Date();
+    const started = performance.now();
     let statement: LakeportStatement;
     let outcome: { message: string };
     try {
@@ -96,7 +96,7 @@ export class LakeportStatements {
       this.deps.log.error({ err: error, execution_id: executionId }, 'could not write the result of a statement; its job has none');
       return null;
     });
-    return this.deps.repo.insert({
+    return this.deps.repo.insertFinished({
       execution_id: executionId,
       owner: caller.identity,
       sql_text: statement.kind === 'create_secret' ? redactedSecretText(statement) : sqlText,
@@ -109,10 +109,7 @@ export class LakeportStatements {
       row_count: 1,
       columns: JSON.stringify(RESULT_COLUMNS),
       timeout_ms: this.deps.timeoutMs,
-      created_at: started,
-      started_at: started,
-      finished_at: new Date(),
-    });
+    }, performance.now() - started);
   }
 
   /**
