@@ -1,7 +1,7 @@
 import { parseArgs } from 'node:util';
 import { LakeportApiError, LakeportClient, type DownloadFormat } from '../client/index.ts';
+import { argumentError, commandAt } from './usage.ts';
 
-const USAGE = 'lakeport: usage: lakeport query "SQL" [--param name=value]... [--format table|csv|json] | [--output FILE [--format csv|json|parquet]]\n';
 
 /** The file format `--output FILE` implies by its extension (CSV unless it names JSON or Parquet). */
 function formatOfFile(file: string): DownloadFormat {
@@ -19,14 +19,14 @@ export async function queryCommand(args: string[], io: { stdout: NodeJS.Writable
   try {
     parsed = parseArgs({ args, allowPositionals: true, options: { param: { type: 'string', multiple: true, default: [] }, format: { type: 'string' }, output: { type: 'string', short: 'o' } } });
   } catch (error) {
-    io.stderr.write(`lakeport: ${(error as Error).message}\n`);
+    io.stderr.write(`lakeport: ${argumentError(error, ['query']).message}\n`);
     return 2;
   }
   const { values, positionals } = parsed;
   const output = values.output;
   const format = values.format ?? (output === undefined ? 'table' : formatOfFile(output));
   if (positionals.length !== 1 || output === '' || !(output === undefined ? ['table', 'csv', 'json'] : ['csv', 'json', 'parquet']).includes(format)) {
-    io.stderr.write(USAGE);
+    io.stderr.write(`lakeport: usage: lakeport query ${commandAt(['query'])!.synopsis}\n`);
     return 2;
   }
   const parameters: Record<string, string | number | boolean> = {};

@@ -36,10 +36,12 @@ export const COMMANDS: Record<string, Command> = {
   },
   query: {
     summary: 'run a query job and print its rows',
-    synopsis: '"SQL" [--param NAME=VALUE]... [--format table|csv|json]',
+    synopsis: '"SQL" [--param NAME=VALUE]... [--format table|csv|json] [--output FILE]',
     details: `Options:
   --param NAME=VALUE       a :NAME parameter of the query; repeatable
-  --format FORMAT          table (default), csv or json (one object per line)
+  --format FORMAT          table (default), csv or json (one object per line); with --output:
+                           csv, json or parquet (default: from the file's extension)
+  -o, --output FILE        write the whole result to FILE, every range of it
 
 ${CLIENT_ENVIRONMENT}`,
   },
