@@ -52,6 +52,10 @@ export interface paths {
                                 quote?: string;
                                 escape?: string;
                                 null_string?: string;
+                                /** @description strptime format of DATE columns; sniffed when not given */
+                                date_format?: string;
+                                /** @description strptime format of TIMESTAMP columns; sniffed when not given */
+                                timestamp_format?: string;
                             };
                         };
                         /** @description One part per file: a prefix (CSV/JSONL) or the footer (Parquet), named by its file name */
@@ -533,6 +537,8 @@ export interface components {
             files: {
                 name: string;
                 format: string;
+                /** @description CSV files: the dialect every write of the file is read with */
+                csv?: components["schemas"]["CsvDialect"];
             }[];
             written: {
                 file: string;
@@ -561,6 +567,18 @@ export interface components {
             column: string | null;
             file: string | null;
             message: string;
+        };
+        /** @description The CSV dialect every write of the file is read with: DuckDB's sniffer's findings on the sample, with the client's options winning */
+        CsvDialect: {
+            delimiter: string;
+            quote: string;
+            escape: string;
+            /** @description Whether the first record is a header */
+            header: boolean;
+            /** @description The record separator the sample has (informational) */
+            newline: string;
+            date_format: string | null;
+            timestamp_format: string | null;
         };
         ErrorBody: {
             detail: string;

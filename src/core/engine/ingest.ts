@@ -18,6 +18,37 @@ export interface ReadOptions {
   quote?: string;
   escape?: string;
   null_string?: string;
+  /** strptime formats for DATE / TIMESTAMP columns (CSV); sniffed when not given. */
+  date_format?: string;
+  timestamp_format?: string;
+}
+
+/**
+ * The CSV dialect a sample was read with: DuckDB's sniffer's findings with the options a client gave
+ * put over them. Writes read with exactly this dialect (no write sniffs again).
+ */
+export interface CsvDialectInfo {
+  delimiter: string;
+  quote: string;
+  escape: string;
+  header: boolean;
+  /** The record separator the sample has ("\n", "\r\n" or "\r"); informational. */
+  newline: string;
+  date_format: string | null;
+  timestamp_format: string | null;
+}
+
+/** The read options of a dialect (a contract's `null_string` is kept from `base`). */
+export function dialectOptions(dialect: CsvDialectInfo, base: ReadOptions = {}): ReadOptions {
+  return {
+    ...base,
+    delimiter: dialect.delimiter,
+    quote: dialect.quote,
+    escape: dialect.escape,
+    header: dialect.header,
+    date_format: dialect.date_format ?? undefined,
+    timestamp_format: dialect.timestamp_format ?? undefined,
+  };
 }
 
 export interface SourceColumn {
@@ -32,6 +63,8 @@ export interface SampleSchema {
   columns: SourceColumn[];
   /** One real sampled value per column (first non-null), as JSON-safe values. */
   values: Record<string, unknown>;
+  /** CSV: the dialect the sample was read with (to be used by every write). */
+  csv?: CsvDialectInfo;
 }
 
 /** What a column becomes in the written Parquet file. */
@@ -119,6 +152,14 @@ function csvOptions(options: ReadOptions): { sql: string; params: Record<string,
     parts.push('nullstr=$nullstr');
     params.nullstr = options.null_string;
   }
+  if (options.date_format !== undefined) {
+    parts.push('dateformat=$dateformat');
+    params.dateformat = options.date_format;
+  }
+  if (options.timestamp_format !== undefined) {
+    parts.push('timestampformat=$timestampformat');
+    params.timestampformat = options.timestamp_format;
+  }
   parts.push(`header=${options.header === false ? 'false' : 'true'}`);
   return { sql: parts.join(', '), params };
 }
@@ -201,9 +242,11 @@ export class Ingestor {
   }
 
   /** The columns and a value per column of a sample (a text prefix, or a Parquet footer with `PAR1` put before it). */
-  async inspect(path: string, format: FileFormat, options: ReadOptions): Promise<SampleSchema> {
+  async inspect(path: string, format: FileFormat, given: ReadOptions): Promise<SampleSchema> {
     await refuseDeepJson(path, format);
     return this.withConnection(async (c) => {
+      const csv = format === 'csv' ? await this.sniff(c, path, given) : undefined;
+      const options = csv ? dialectOptions(csv, given) : given;
       const source = reader(format, options);
       const params = { path, ...source.params };
       const described = (await c.runAndReadAll(`DESCRIBE SELECT * FROM ${source.sql}`, params)).getRowObjectsJson() as { column_name: string; column_type: string }[];
@@ -232,8 +275,38 @@ export class Ingestor {
           if (Number(check.n) > 0 && check.n === check.ip) col.type = 'IPV4';
         }
       }
-      return { columns, values };
+      return { columns, values, ...(csv ? { csv } : {}) };
     });
+  }
+
+  /**
+   * A CSV sample's dialect: DuckDB's sniffer, with what the client gave winning. A quote or escape
+   * the sample does not show stays DuckDB's default (`"`, and the escape the quote), since the rest
+   * of the file may have them.
+   */
+  private async sniff(c: DuckDBConnection, path: string, given: ReadOptions): Promise<CsvDialectInfo> {
+    const parts: string[] = [];
+    const params: Record<string, string> = { path };
+    for (const [key, option] of [['delimiter', 'delim'], ['quote', 'quote'], ['escape', 'escape'], ['null_string', 'nullstr'], ['date_format', 'dateformat'], ['timestamp_format', 'timestampformat']] as const) {
+      if (given[key] === undefined) continue;
+      parts.push(`${option}=$${option}`);
+      params[option] = given[key]!;
+    }
+    if (given.header !== undefined) parts.push(`header=${given.header ? 'true' : 'false'}`);
+    const sql = `SELECT Delimiter AS d, Quote AS q, Escape AS e, NewLineDelimiter AS nl, HasHeader AS h, DateFormat AS df, TimestampFormat AS tf FROM sniff_csv($path${parts.map((p) => `, ${p}`).join('')})`;
+    const found = (await c.runAndReadAll(sql, params)).getRowObjectsJson()[0] as { d: string; q: string; e: string; nl: string | null; h: boolean; df: string | null; tf: string | null };
+    const char = (v: string | null | undefined) => (v === null || v === undefined || v === '(empty)' || v === '' ? undefined : v);
+    const quote = given.quote ?? char(found.q) ?? '"';
+    const newline = { '\\r\\n': '\r\n', '\\r': '\r' }[found.nl ?? ''] ?? '\n';
+    return {
+      delimiter: given.delimiter ?? char(found.d) ?? ',',
+      quote,
+      escape: given.escape ?? char(found.e) ?? quote,
+      header: given.header ?? found.h !== false,
+      newline,
+      date_format: given.date_format ?? char(found.df) ?? null,
+      timestamp_format: given.timestamp_format ?? char(found.tf) ?? null,
+    };
   }
 
   /**

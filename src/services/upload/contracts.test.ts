@@ -239,9 +239,11 @@ describe('negotiation in each mode', () => {
     expect(entry).toMatchObject({ target_type: 'VARCHAR', sources: { 'a.csv': 'BIGINT', 'b.csv': 'VARCHAR' } });
     expect(c.issues).toEqual(expect.arrayContaining([expect.objectContaining({ code: 'FILES_DISAGREE', column: 'code', severity: 'warning' })]));
     expect(c.issues.find((i: { code: string }) => i.code === 'FILES_DISAGREE').message).toMatch(/a\.csv.*b\.csv|b\.csv.*a\.csv/);
+    // Each CSV file carries the dialect its writes are read with.
+    const csv = { delimiter: ',', quote: '"', escape: '"', header: true, newline: '\n', date_format: null, timestamp_format: null };
     expect(c.files).toEqual([
-      { name: 'a.csv', format: 'csv' },
-      { name: 'b.csv', format: 'csv' },
+      { name: 'a.csv', format: 'csv', csv },
+      { name: 'b.csv', format: 'csv', csv },
     ]);
   });
 

@@ -159,7 +159,7 @@ describe('CSV', () => {
   it('tab-separated values (format.delimiter "\\t", a .tsv file)', async () => {
     const file = 'id\tname\tnote\n1\tLovelace, Ada\thas, commas\n2\tBob\t"quoted\ttab"\n';
     const { contract } = await upload('tsv', 'data.tsv', file, { format: { delimiter: '\t' } });
-    expect(contract.files).toEqual([{ name: 'data.tsv', format: 'csv' }]);
+    expect(contract.files).toEqual([{ name: 'data.tsv', format: 'csv', csv: expect.objectContaining({ delimiter: '\t', header: true }) }]);
     expect(targets(contract)).toEqual({ id: 'BIGINT', name: 'VARCHAR', note: 'VARCHAR' });
     expect(await staged(contract.contract_id)).toEqual([
       { id: '1', name: 'Lovelace, Ada', note: 'has, commas' },

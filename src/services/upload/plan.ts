@@ -1,6 +1,6 @@
 import crypto from 'node:crypto';
 import type { ColumnDef } from '../../core/catalog/index.ts';
-import { commonType, isWidening, physicalType, type SourceColumn } from '../../core/engine/index.ts';
+import { commonType, isWidening, physicalType, type CsvDialectInfo, type SourceColumn } from '../../core/engine/index.ts';
 
 export type PlanAction = 'keep' | 'retag' | 'widen' | 'cast' | 'ignored' | 'undeclared' | 'unsupported';
 
@@ -26,6 +26,8 @@ export interface SampledFile {
   name: string;
   format: string;
   columns: SourceColumn[];
+  /** CSV: the dialect negotiated for the file (sniffed, with the client's options winning). */
+  csv?: CsvDialectInfo;
 }
 
 export type Overrides = Record<string, { type?: string; ignore?: boolean }>;

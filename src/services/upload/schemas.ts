@@ -25,6 +25,8 @@ export const ContractRequest = z.object({
       quote: Char.optional(),
       escape: Char.optional(),
       null_string: z.string().max(32).optional(),
+      date_format: z.string().min(1).max(64).optional().describe('strptime format of DATE columns; sniffed when not given'),
+      timestamp_format: z.string().min(1).max(64).optional().describe('strptime format of TIMESTAMP columns; sniffed when not given'),
     })
     .optional(),
 });
@@ -48,6 +50,19 @@ export const DataHeaders = z.object({
 export const CommitHeaders = z.object({ 'idempotency-key': z.string().min(1).max(255).optional() });
 
 // ── answers ──
+
+export const CsvDialect = z
+  .object({
+    delimiter: z.string(),
+    quote: z.string(),
+    escape: z.string(),
+    header: z.boolean().describe('Whether the first record is a header'),
+    newline: z.string().describe('The record separator the sample has (informational)'),
+    date_format: z.string().nullable(),
+    timestamp_format: z.string().nullable(),
+  })
+  .describe("The CSV dialect every write of the file is read with: DuckDB's sniffer's findings on the sample, with the client's options winning")
+  .meta({ id: 'CsvDialect' });
 
 const ColumnType = z.object({ name: z.string(), type: z.string() });
 const Totals = z.object({ files: z.number(), rows: z.number(), bytes: z.number(), source_bytes: z.number() });
@@ -83,7 +98,7 @@ export const Contract = z
     expires_at: z.string(),
     created_at: z.string(),
     created_by: z.string(),
-    files: z.array(z.object({ name: z.string(), format: z.string() })),
+    files: z.array(z.object({ name: z.string(), format: z.string(), csv: CsvDialect.optional().describe('CSV files: the dialect every write of the file is read with') })),
     written: z.array(WrittenFile.extend({ written_at: z.string() })),
     totals: Totals,
     snapshot: z.object({ snapshot_id: z.number() }).nullable(),

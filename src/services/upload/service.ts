@@ -5,7 +5,7 @@ import type { Readable } from 'node:stream';
 import { mayAccessOwned, type Authorizer, type Principal } from '../../core/authz/index.ts';
 import { normalizeRef, type Catalog, type ColumnDef, type Dataset, type DatasetRef, type Executor, type Snapshot } from '../../core/catalog/index.ts';
 import { newId } from '../../core/crypto/index.ts';
-import { FileShapeError, normalizeType, physicalType, ValueNotStorableError, type FileFormat, type Ingestor, type ReadOptions, type SourceColumn } from '../../core/engine/index.ts';
+import { dialectOptions, FileShapeError, normalizeType, physicalType, ValueNotStorableError, type FileFormat, type Ingestor, type ReadOptions, type SourceColumn } from '../../core/engine/index.ts';
 import type { Logger } from '../../core/logger.ts';
 import { AppError, isAppError, RequestValidationError } from '../../core/errors/index.ts';
 import type { BlobStore } from '../../core/storage/index.ts';
@@ -135,7 +135,7 @@ export class UploadService {
     const options = this.readOptions(request);
     const files = await Promise.all(samples.map((s) => this.inspectSample(s, options, request.format?.type)));
     const values = this.sampleValues(files.map((f) => f.values));
-    const sampled: SampledFile[] = files.map((f) => ({ name: f.name, format: f.format, columns: f.columns }));
+    const sampled: SampledFile[] = files.map((f) => ({ name: f.name, format: f.format, columns: f.columns, ...(f.csv ? { csv: f.csv } : {}) }));
     const declared = mode === 'declared' ? request.schema.columns!.map((c) => this.declaredColumn(c)) : null;
     const planned = this.plan(mode, sampled, declared, dataset, {});
     const row = await this.deps.repo.insertContract({
@@ -197,7 +197,7 @@ export class UploadService {
 
   private readOptions(request: ContractRequest): ReadOptions {
     const f = request.format ?? {};
-    return { delimiter: f.delimiter, header: f.header, quote: f.quote, escape: f.escape, null_string: f.null_string };
+    return { delimiter: f.delimiter, header: f.header, quote: f.quote, escape: f.escape, null_string: f.null_string, date_format: f.date_format, timestamp_format: f.timestamp_format };
   }
 
   private declaredColumn(c: { name: string; type: string; nullable?: boolean }): ColumnDef {
@@ -220,7 +220,7 @@ export class UploadService {
     }
     try {
       const schema = await this.deps.ingestor.inspect(file, format, options);
-      return { name: sample.name, format, columns: schema.columns, values: schema.values };
+      return { name: sample.name, format, columns: schema.columns, values: schema.values, csv: schema.csv };
     } catch (error) {
       throw contractError('SAMPLE_UNREADABLE', `The sample of ${sample.name} cannot be read as ${format}: ${(error as Error).message.split('\n')[0]}`, { file: sample.name });
     }
@@ -378,7 +378,8 @@ export class UploadService {
       converted = await this.deps.ingestor.convertStream({
         body,
         format: file.format as FileFormat,
-        options: row.format as ReadOptions,
+        // The file's negotiated dialect: a write never sniffs again.
+        options: file.csv ? dialectOptions(file.csv, row.format as ReadOptions) : (row.format as ReadOptions),
         fileColumns: file.columns as SourceColumn[],
         target: target.map((t) => ({ name: t.name, type: t.type, nullable: t.nullable, source: t.source && file.columns.some((c) => c.name === t.source) ? t.source : undefined })),
         scratchDir: this.deps.scratchDir,
@@ -565,7 +566,7 @@ export class UploadService {
       expires_at: row.expires_at.toISOString(),
       created_at: row.created_at.toISOString(),
       created_by: row.owner,
-      files: (row.files as SampledFile[]).map((f) => ({ name: f.name, format: f.format })),
+      files: (row.files as SampledFile[]).map((f) => ({ name: f.name, format: f.format, ...(f.csv ? { csv: f.csv } : {}) })),
       written: writes.map((w) => ({ file: w.file_name, format: w.format, rows: Number(w.rows), bytes: Number(w.bytes), source_bytes: Number(w.source_bytes), parts: Number(w.parts), written_at: w.created_at.toISOString() })),
       totals: this.totals(writes),
       snapshot: row.snapshot_id === null ? null : { snapshot_id: row.snapshot_id },
