@@ -163,6 +163,14 @@ export class FakeUploadServer {
         expires_at: '2030-01-01T00:00:00Z',
         written: [],
         totals: { files: 0, rows: 0, bytes: 0 },
+        // CSV files carry the dialect the server would read them with (here: the one asked for, or ',').
+        files: samples.map((s) => ({
+          name: s.name,
+          format: /\.jsonl$/.test(s.name) ? 'jsonl' : /\.parquet$/.test(s.name) ? 'parquet' : 'csv',
+          ...(/\.(jsonl|parquet)$/.test(s.name)
+            ? {}
+            : { csv: { delimiter: contract.format?.delimiter ?? ',', quote: '"', escape: '"', header: contract.format?.header ?? true, newline: '\n', date_format: null, timestamp_format: null } }),
+        })),
         ...this.contract,
       };
       this.#contracts.set(doc.contract_id, doc);

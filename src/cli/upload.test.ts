@@ -6,7 +6,7 @@ import path from 'node:path';
 import { PassThrough, Writable } from 'node:stream';
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { CLIENT_ID, CLIENT_SECRET, FakeUploadServer } from '../../test/fake-upload-server.ts';
-import { formatTable, uploadCommand, type UploadIO } from './upload.ts';
+import { dialectLines, formatTable, uploadCommand, type UploadIO } from './upload.ts';
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lakeport-upload-cli-'));
 afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
@@ -193,6 +193,24 @@ describe('lakeport upload', () => {
     expect(second.form!.contract.format).toEqual({ type: 'csv', delimiter: ';' });
     const writes = fake.requests.filter((r) => r.path.endsWith('/data'));
     expect(writes.map((w) => w.headers['content-type'])).toEqual(['text/csv', 'text/csv']);
+  });
+
+  it("prints the CSV dialect the contract reads the files with", async () => {
+    const semi = path.join(dir, 'semi.csv');
+    fs.writeFileSync(semi, 'id;qty\n1;2\n');
+    const result = await run([semi, '--to', 'a.b.c', '--accept', '--delimiter', ';']);
+    expect(result.code).toBe(0);
+    expect(result.stdout).toContain(`contract ct_1 for a.b.c: proposed (mode infer, requested auto)\ncsv: delimiter ';', quote '"', header yes\n\n`);
+  });
+
+  it('dialectLines: once when the files agree, per file otherwise, with formats and an escape that differs', () => {
+    const d = { delimiter: '\t', quote: '"', escape: '"', header: true, newline: '\n', date_format: null, timestamp_format: null };
+    expect(dialectLines({ files: [{ name: 'a.csv', format: 'csv', csv: d }, { name: 'b.csv', format: 'csv', csv: d }] })).toEqual([`csv: delimiter '\\t', quote '"', header yes`]);
+    expect(dialectLines({ files: [{ name: 'a.csv', format: 'csv', csv: d }, { name: 'b.csv', format: 'csv', csv: { ...d, delimiter: '|', escape: '\\', header: false, date_format: '%d/%m/%Y' } }] })).toEqual([
+      `csv a.csv: delimiter '\\t', quote '"', header yes`,
+      `csv b.csv: delimiter '|', quote '"', escape '\\', header no, date format '%d/%m/%Y'`,
+    ]);
+    expect(dialectLines({ files: [{ name: 'a.jsonl', format: 'jsonl' }] })).toEqual([]);
   });
 
   it('reports server errors, missing files and missing credentials in one line', async () => {

@@ -299,7 +299,9 @@ export function formatTable(header: string[], rows: string[][]): string {
 
 function printContract(out: NodeJS.WritableStream, contract: Contract): void {
   const requested = contract.requested_mode && contract.requested_mode !== contract.mode ? `, requested ${contract.requested_mode}` : '';
-  out.write(`contract ${contract.contract_id} for ${contract.destination}: ${contract.state} (mode ${contract.mode}${requested})\n\n`);
+  out.write(`contract ${contract.contract_id} for ${contract.destination}: ${contract.state} (mode ${contract.mode}${requested})\n`);
+  for (const line of dialectLines(contract)) out.write(`${line}\n`);
+  out.write('\n');
   out.write(
     `${formatTable(
       ['column', 'action', 'source', 'target'],
@@ -315,6 +317,26 @@ function printContract(out: NodeJS.WritableStream, contract: Contract): void {
     );
   }
   out.write('\n');
+}
+
+const shown = (c: string) => `'${c.replace(/\t/g, '\\t').replace(/\r/g, '\\r').replace(/\n/g, '\\n')}'`;
+
+/** How the server reads each CSV file (once when every file reads alike), e.g. `csv: delimiter ';', quote '"', header yes`. */
+export function dialectLines(contract: Pick<Contract, 'files'>): string[] {
+  const csv = (contract.files ?? []).filter((f) => f.csv).map((f) => ({ name: f.name, csv: f.csv! }));
+  const text = (d: (typeof csv)[number]['csv']) =>
+    [
+      `delimiter ${shown(d.delimiter)}`,
+      `quote ${shown(d.quote)}`,
+      ...(d.escape !== d.quote ? [`escape ${shown(d.escape)}`] : []),
+      `header ${d.header ? 'yes' : 'no'}`,
+      ...(d.date_format ? [`date format ${shown(d.date_format)}`] : []),
+      ...(d.timestamp_format ? [`timestamp format ${shown(d.timestamp_format)}`] : []),
+    ].join(', ');
+  const texts = csv.map((f) => text(f.csv));
+  if (texts.length === 0) return [];
+  if (texts.every((t) => t === texts[0])) return [`csv: ${texts[0]}`];
+  return csv.map((f, i) => `csv ${f.name}: ${texts[i]}`);
 }
 
 function confirm(io: UploadIO, question: string): Promise<boolean> {
