@@ -55,7 +55,7 @@ async function upload(dataset: string, name: string, content: string, format?: R
   const paths = await Promise.all(files.map((f) => t.deps.blobs.localPath(f.path)));
   const list = paths.map((p) => `'${p.replace(/'/g, "''")}'`).join(', ');
   const rows = (await db.runAndReadAll(`SELECT * FROM read_parquet([${list}])`)).getRowObjectsJson();
-  return { contract: c, rows };
+  return { contract: c, rows, written: w.json() };
 }
 
 describe('CSV dialects', () => {
@@ -112,6 +112,22 @@ describe('CSV dialects', () => {
       { id: '1', day: '2024-01-31' },
       { id: '2', day: '2024-02-01' },
     ]);
+  });
+
+  it('a | file with quoted newlines, cut into many chunks, is read with the dialect in every chunk', async () => {
+    const uploads = t.app.lakeport.uploads;
+    uploads.setLimits({ chunkBytes: 512 });
+    try {
+      const text = (i: number) => `row ${i}\nsecond | line, "q"`;
+      const lines = Array.from({ length: 400 }, (_, i) => `${i + 1}|"${text(i + 1).replace(/"/g, '""')}"|${(i + 1) / 4}`);
+      const { contract, rows, written } = await upload('chunked', 'chunked.csv', `id|text|x\n${lines.join('\n')}\n`);
+      expect(contract.files[0].csv).toMatchObject({ delimiter: '|', quote: '"', header: true });
+      expect(written.written[0].parts).toBeGreaterThan(10);
+      const sorted = [...rows].sort((a, b) => Number(a.id) - Number(b.id));
+      expect(sorted).toEqual(Array.from({ length: 400 }, (_, i) => ({ id: String(i + 1), text: text(i + 1), x: (i + 1) / 4 })));
+    } finally {
+      uploads.setLimits({ chunkBytes: 64 * 1024 * 1024 });
+    }
   });
 
   it("the client's delimiter and header win over sniffing", async () => {
