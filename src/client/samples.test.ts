@@ -50,6 +50,15 @@ describe('csvSampleEnd', () => {
     const text = 'id,note\n1,"two\nlines"\n2,"open\nfield';
     expect(csvSampleEnd(b(text))).toBe('id,note\n1,"two\nlines"\n'.length);
   });
+  it('without a delimiter, a quoted line break after any delimiter the server sniffs (; tab |) stays inside its field', () => {
+    for (const d of [';', '\t', '|']) {
+      const text = `id${d}note\n1${d}"two\nlines"\n2${d}"open\nfield`;
+      expect(csvSampleEnd(b(text))).toBe(`id${d}note\n1${d}"two\nlines"\n`.length);
+    }
+    // A delimiter given is the only one: after ';' a quote mid-field is a literal.
+    expect(csvSampleEnd(b('id,note\n1;"x\ny\n'), { delimiter: ',' })).toBe('id,note\n1;"x\ny\n'.length);
+    expect(csvSampleEnd(b('id,note\n1;"x\ny\n'))).toBe('id,note\n'.length);
+  });
   it('treats "" inside a quoted field as an escaped quote, not the field end', () => {
     const text = 'id,q\n1,"say ""hi""\nthere"\n2,"a ""\nb';
     expect(csvSampleEnd(b(text))).toBe('id,q\n1,"say ""hi""\nthere"\n'.length);

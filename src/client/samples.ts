@@ -56,7 +56,11 @@ export class SampleError extends Error {
 }
 
 export interface CsvDialect {
-  /** Field separator; one byte. Default `,`. */
+  /**
+   * Field separator; one byte. Not given, the server sniffs it: a sample is then cut as if any of
+   * DuckDB's candidates (`,` `;` tab `|`) separated fields, so a quoted line break after any of them
+   * is not taken for the end of a record.
+   */
   delimiter?: string;
   /** Quote character; one byte. Default `"`. */
   quote?: string;
@@ -80,6 +84,9 @@ function singleByte(name: string, value: string | undefined, fallback: number): 
   return bytes[0];
 }
 
+/** The delimiters DuckDB's sniffer tries: `,` `;` tab `|`. */
+const SNIFFED_DELIMITERS = [0x2c, 0x3b, 0x09, 0x7c];
+
 function hasBom(buf: Uint8Array): boolean {
   return buf.length >= 3 && buf[0] === UTF8_BOM[0] && buf[1] === UTF8_BOM[1] && buf[2] === UTF8_BOM[2];
 }
@@ -94,7 +101,9 @@ function hasBom(buf: Uint8Array): boolean {
  * as RFC 4180 readers treat it. A UTF-8 byte-order mark at the very start is skipped for parsing.
  */
 export function csvSampleEnd(buf: Uint8Array, dialect: CsvDialect = {}): number {
-  const delimiter = singleByte('delimiter', dialect.delimiter, 0x2c);
+  const delimiters = new Uint8Array(256);
+  if (dialect.delimiter === undefined || dialect.delimiter === '') for (const b of SNIFFED_DELIMITERS) delimiters[b] = 1;
+  else delimiters[singleByte('delimiter', dialect.delimiter, 0x2c)] = 1;
   const quote = singleByte('quote', dialect.quote, 0x22);
   const escape = singleByte('escape', dialect.escape, quote);
   let end = 0;
@@ -128,7 +137,7 @@ export function csvSampleEnd(buf: Uint8Array, dialect: CsvDialect = {}): number 
       if (buf[i + 1] === LF) i += 1;
       end = i + 1;
       fieldStart = true;
-    } else if (byte === delimiter) {
+    } else if (delimiters[byte] === 1) {
       fieldStart = true;
     } else if (byte === quote && fieldStart) {
       inQuotes = true;
