@@ -5,6 +5,7 @@ export {
   type CommitOptions,
   type CommitResult,
   type Contract,
+  type ContractCsvDialect,
   type ContractIssue,
   type ContractRequest,
   type ContractState,

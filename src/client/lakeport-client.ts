@@ -37,6 +37,8 @@ export type PatchContractBody = UploadApi.paths['/upload/v2/contracts/{contract_
 export type Contract = UploadSchemas['Contract'];
 export type ContractState = Contract['state'];
 export type PlanEntry = UploadSchemas['PlanEntry'];
+/** The CSV dialect a contract reads a file with (`contract.files[].csv`): sniffed, the format options winning. */
+export type ContractCsvDialect = UploadSchemas['CsvDialect'];
 export type PlanAction = PlanEntry['action'];
 export type ContractIssue = UploadSchemas['ContractIssue'];
 export type WrittenFile = Contract['written'][number];
