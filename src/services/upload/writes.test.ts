@@ -735,6 +735,23 @@ describe('commit mode', () => {
     expect(res.json()).toMatchObject({ snapshot: { operation: 'overwrite', total_records: 1 }, commit_mode: 'replace', rows_replaced: 2 });
   });
 
+  it('a replace racing an append: each snapshot is whole (its files add up to its total), whichever lands first', async () => {
+    await upload('race_replace', people(1, 4));
+    const r = await contractOf(alice, { ...declaredPeople('race_replace'), commit_mode: 'replace' }, [{ name: 'people.csv', content: people(100, 2) }]);
+    const a = await contractOf(alice, declaredPeople('race_replace'), [{ name: 'people.csv', content: people(200, 3) }]);
+    expect((await write(alice, r.contract_id, 'people.csv', people(100, 2))).statusCode).toBe(200);
+    expect((await write(alice, a.contract_id, 'people.csv', people(200, 3))).statusCode).toBe(200);
+    const [rc, ac] = await Promise.all([commit(alice, r.contract_id), commit(alice, a.contract_id)]);
+    expect(rc.statusCode, rc.body).toBe(200);
+    expect(ac.statusCode, ac.body).toBe(200);
+    const snaps = await snapshots('race_replace');
+    expect(snaps).toHaveLength(3);
+    for (const s of snaps) expect(await rowsOf(s.snapshot_id)).toHaveLength(Number(s.total_records));
+    const replacedFirst = rc.json().snapshot.snapshot_id < ac.json().snapshot.snapshot_id;
+    expect(rc.json().rows_replaced).toBe(replacedFirst ? 4 : 7);
+    expect(Number(snaps[2].total_records)).toBe(replacedFirst ? 5 : 2);
+  });
+
   it('a writer may replace (policies: upload needs writer)', async () => {
     await upload('by_writer', people(1, 2));
     const c = await contractOf(will, { ...declaredPeople('by_writer'), commit_mode: 'replace' }, [{ name: 'people.csv', content: people(7, 1) }]);
