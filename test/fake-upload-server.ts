@@ -156,6 +156,7 @@ export class FakeUploadServer {
         mode,
         requested_mode: contract.schema.mode,
         destination: contract.destination,
+        commit_mode: contract.commit_mode ?? 'append',
         plan: PLAN,
         issues: [{ severity: 'warning', code: 'NULLS_FOUND', column: 'note', file: 'orders.csv', message: 'empty values become NULL' }],
         values: { id: 1, qty: '3', note: 'x' },
@@ -230,6 +231,9 @@ export class FakeUploadServer {
           snapshot: { snapshot_id: `snap_${(this.#options.firstSnapshot ?? 1) + this.#commits.size}` },
           rows_written: contract.totals.rows,
           dataset: contract.destination,
+          commit_mode: contract.commit_mode,
+          // A replace answers how many rows the snapshot it replaced had (the fake says 5).
+          rows_replaced: contract.commit_mode === 'replace' ? 5 : null,
         });
       }
       return send(200, this.#commits.get(key));

@@ -160,6 +160,20 @@ describe('lakeport upload', () => {
     expect(fake.calls()).not.toContain('PUT /upload/v2/contracts/ct_1/accept');
   });
 
+  it('--replace negotiates commit_mode replace and says what the commit replaced', async () => {
+    const result = await run([ORDERS, '--to', 'sales.raw.orders', '--accept', '--replace']);
+    expect(result.code, result.stderr).toBe(0);
+    const negotiate = fake.requests.find((r) => r.form)!;
+    expect(negotiate.form!.contract.commit_mode).toBe('replace');
+    expect(result.stdout.split('\n')[0]).toMatch(/commit replaces the dataset\)$/);
+    expect(result.stdout.trimEnd().split('\n').at(-1)).toBe("snapshot snap_7: 3 rows written to sales.raw.orders (replace: the previous snapshot's 5 rows are no longer current)");
+    // Without --replace the contract leaves commit_mode to the server's default (append).
+    const plain = await run([ORDERS, '--to', 'sales.raw.orders', '--accept']);
+    expect(plain.code).toBe(0);
+    expect(fake.requests.filter((r) => r.form).at(-1)!.form!.contract).not.toHaveProperty('commit_mode');
+    expect(plain.stdout.trimEnd().split('\n').at(-1)).toBe('snapshot snap_8: 3 rows written to sales.raw.orders');
+  });
+
   it('sends --column retypes and --ignore as one PATCH', async () => {
     const result = await run([ORDERS, '--to', 'sales.raw.orders', '--accept', '--column', 'qty=BIGINT', '--ignore', 'note']);
     expect(result.code).toBe(0);

@@ -59,6 +59,8 @@ interface Options {
   destination: string;
   mode: SchemaMode;
   accept: boolean;
+  /** Commit mode replace: the new snapshot holds only these files. */
+  replace: boolean;
   message?: string;
   format?: FileFormat;
   delimiter?: string;
@@ -78,6 +80,7 @@ function parseOptions(args: string[]): Options | 'help' {
         to: { type: 'string' },
         mode: { type: 'string', default: 'auto' },
         accept: { type: 'boolean', default: false },
+        replace: { type: 'boolean', default: false },
         message: { type: 'string' },
         format: { type: 'string' },
         delimiter: { type: 'string' },
@@ -126,7 +129,7 @@ function parseOptions(args: string[]): Options | 'help' {
     sampleBytes = Number(values['sample-bytes']);
     if (!Number.isSafeInteger(sampleBytes) || sampleBytes < 1) throw new UsageError(`--sample-bytes must be a positive whole number, got ${JSON.stringify(values['sample-bytes'])}`);
   }
-  return { files: positionals, destination: values.to, mode, accept: values.accept, message: values.message, format, delimiter, columns, ignore, sampleBytes };
+  return { files: positionals, destination: values.to, mode, accept: values.accept, replace: values.replace, message: values.message, format, delimiter, columns, ignore, sampleBytes };
 }
 
 /** Runs `lakeport upload`; returns the exit code (0 success, 1 failure, 2 usage). */
@@ -171,6 +174,7 @@ async function runUpload(options: Options, io: UploadIO): Promise<void> {
     format,
     files: options.files,
     sampleBytes: options.sampleBytes,
+    ...(options.replace ? { commitMode: 'replace' as const } : {}),
   });
   let commitStarted = false;
   try {
@@ -239,7 +243,8 @@ async function runUpload(options: Options, io: UploadIO): Promise<void> {
         throw error;
       });
     const dataset = typeof committed.dataset === 'string' && committed.dataset ? committed.dataset : contract.destination;
-    io.stdout.write(`snapshot ${committed.snapshot.snapshot_id}: ${committed.rows_written} rows written to ${dataset}\n`);
+    const replaced = committed.commit_mode === 'replace' ? ` (replace: the previous snapshot's ${committed.rows_replaced ?? 0} rows are no longer current)` : '';
+    io.stdout.write(`snapshot ${committed.snapshot.snapshot_id}: ${committed.rows_written} rows written to ${dataset}${replaced}\n`);
   } finally {
     // An upload that stops before its commit leaves nothing behind: abandon the contract (best effort).
     if (!commitStarted) {
@@ -299,7 +304,8 @@ export function formatTable(header: string[], rows: string[][]): string {
 
 function printContract(out: NodeJS.WritableStream, contract: Contract): void {
   const requested = contract.requested_mode && contract.requested_mode !== contract.mode ? `, requested ${contract.requested_mode}` : '';
-  out.write(`contract ${contract.contract_id} for ${contract.destination}: ${contract.state} (mode ${contract.mode}${requested})\n`);
+  const replace = contract.commit_mode === 'replace' ? ', commit replaces the dataset' : '';
+  out.write(`contract ${contract.contract_id} for ${contract.destination}: ${contract.state} (mode ${contract.mode}${requested}${replace})\n`);
   for (const line of dialectLines(contract)) out.write(`${line}\n`);
   out.write('\n');
   out.write(

@@ -53,6 +53,8 @@ ${CLIENT_ENVIRONMENT}`,
   --mode MODE              auto (default), infer, declared or dataset
   --accept                 accept a proposed (inferred) schema without asking
   --message TEXT           commit message
+  --replace                the new snapshot holds only these files (default: append to the
+                           dataset); earlier snapshots stay in its history
   --format FORMAT          csv, jsonl or parquet (default: from the file extension)
   --delimiter CHAR         CSV field delimiter (\\t for tab; .tsv files default to tab)
   --column NAME=TYPE       declare a column (--mode declared) or retype one; repeatable;

@@ -32,6 +32,7 @@ export type ContractRequest = UploadApi.paths['/upload/v2/contracts']['post']['r
 export type SchemaMode = NonNullable<NonNullable<ContractRequest['schema']>['mode']>;
 export type DeclaredColumn = NonNullable<NonNullable<ContractRequest['schema']>['columns']>[number];
 export type FormatOptions = NonNullable<ContractRequest['format']>;
+export type CommitMode = NonNullable<ContractRequest['commit_mode']>;
 export type PatchContractBody = UploadApi.paths['/upload/v2/contracts/{contract_id}']['patch']['requestBody']['content']['application/json'];
 
 export type Contract = UploadSchemas['Contract'];
@@ -79,6 +80,8 @@ export interface NegotiateInput {
   files: NegotiateFile[];
   /** Text sample limit in bytes (default 1 MiB). */
   sampleBytes?: number;
+  /** `append` (the server's default) or `replace`: the commit's snapshot holds only this upload. */
+  commitMode?: CommitMode;
 }
 
 export interface WriteFileOptions {
@@ -297,7 +300,7 @@ export class LakeportClient {
         }),
       });
     }
-    const contract = { destination: input.destination, schema: input.schema, format };
+    const contract = { destination: input.destination, schema: input.schema, format, ...(input.commitMode ? { commit_mode: input.commitMode } : {}) };
     const sampleType = contentTypeFor(type);
     return this.#json<Contract>('POST', '/upload/v2/contracts', () => {
       const form = new FormData();

@@ -41,6 +41,12 @@ export interface paths {
                                     nullable?: boolean;
                                 }[];
                             };
+                            /**
+                             * @description append: the commit adds this upload's rows to the dataset; replace: the new snapshot holds only this upload (history keeps the old ones)
+                             * @default append
+                             * @enum {string}
+                             */
+                            commit_mode?: "append" | "replace";
                             format?: {
                                 /**
                                  * @description Default: from each file name
@@ -217,7 +223,7 @@ export interface paths {
         };
         options?: never;
         head?: never;
-        /** Retype or decline columns; re-plans the whole contract */
+        /** Retype or decline columns (re-plans the whole contract), or change its commit_mode */
         patch: {
             parameters: {
                 query?: never;
@@ -230,12 +236,18 @@ export interface paths {
             requestBody: {
                 content: {
                     "application/json": {
+                        /** @description Columns to retype or decline ({} to change only the commit_mode) */
                         columns: {
                             [key: string]: {
                                 type?: string;
                                 ignore?: boolean;
                             };
                         };
+                        /**
+                         * @description Changes how the commit changes the dataset (while the contract is open)
+                         * @enum {string}
+                         */
+                        commit_mode?: "append" | "replace";
                     };
                 };
             };
@@ -513,6 +525,10 @@ export interface components {
                 total_records: number;
             };
             rows_written: number;
+            /** @enum {string} */
+            commit_mode: "append" | "replace";
+            /** @description replace: the rows of the snapshot it replaced (0 when the dataset had none); append: null */
+            rows_replaced: number | null;
         };
         Contract: {
             contract_id: string;
@@ -524,6 +540,8 @@ export interface components {
             requested_mode: string;
             destination: string;
             dataset_exists: boolean;
+            /** @enum {string} */
+            commit_mode: "append" | "replace";
             plan: components["schemas"]["PlanEntry"][];
             issues: components["schemas"]["ContractIssue"][];
             /** @description A sampled value of each column */

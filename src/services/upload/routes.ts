@@ -78,8 +78,8 @@ export const uploadRoutes =
       uploads.get(principalOf(request), request.params.contract_id),
     );
 
-    app.patch('/v2/contracts/:contract_id', { schema: { summary: 'Retype or decline columns; re-plans the whole contract', params: S.ContractParams, body: S.PatchRequest, response: { 200: S.Contract } } }, async (request) =>
-      uploads.replan(principalOf(request), request.params.contract_id, request.body.columns),
+    app.patch('/v2/contracts/:contract_id', { schema: { summary: 'Retype or decline columns (re-plans the whole contract), or change its commit_mode', params: S.ContractParams, body: S.PatchRequest, response: { 200: S.Contract } } }, async (request) =>
+      uploads.replan(principalOf(request), request.params.contract_id, request.body.columns, request.body.commit_mode),
     );
 
     app.delete('/v2/contracts/:contract_id', { schema: { summary: 'Abandon the contract; its staged files are deleted', params: S.ContractParams, response: { 204: z.undefined() } } }, async (request, reply) => {

@@ -17,6 +17,10 @@ export const ContractRequest = z.object({
       columns: z.array(Column).min(1).max(4000).optional().describe('Every column, for declared mode'),
     })
     .prefault({}),
+  commit_mode: z
+    .enum(['append', 'replace'])
+    .default('append')
+    .describe("append: the commit adds this upload's rows to the dataset; replace: the new snapshot holds only this upload (history keeps the old ones)"),
   format: z
     .object({
       type: z.enum(['csv', 'jsonl', 'parquet']).optional().describe('Default: from each file name'),
@@ -35,7 +39,10 @@ export type ContractRequest = z.infer<typeof ContractRequest>;
 export const ContractParams = z.object({ contract_id: z.string().min(1).max(64) });
 
 export const PatchRequest = z.object({
-  columns: z.record(z.string().min(1).max(255), z.object({ type: z.string().min(1).max(64).optional(), ignore: z.boolean().optional() })),
+  columns: z
+    .record(z.string().min(1).max(255), z.object({ type: z.string().min(1).max(64).optional(), ignore: z.boolean().optional() }))
+    .describe('Columns to retype or decline ({} to change only the commit_mode)'),
+  commit_mode: z.enum(['append', 'replace']).optional().describe('Changes how the commit changes the dataset (while the contract is open)'),
 });
 
 export const AcceptRequest = z.object({ schema_fingerprint: z.string().min(1).max(200) });
@@ -91,6 +98,7 @@ export const Contract = z
     requested_mode: z.string().describe('The mode asked for: auto, declared, infer or dataset'),
     destination: z.string(),
     dataset_exists: z.boolean(),
+    commit_mode: z.enum(['append', 'replace']),
     plan: z.array(PlanEntry),
     issues: z.array(ContractIssue),
     values: z.record(z.string(), z.unknown()).describe('A sampled value of each column'),
@@ -123,6 +131,8 @@ export const CommitResult = z
       total_records: z.number(),
     }),
     rows_written: z.number(),
+    commit_mode: z.enum(['append', 'replace']),
+    rows_replaced: z.number().nullable().describe("replace: the rows of the snapshot it replaced (0 when the dataset had none); append: null"),
   })
   .meta({ id: 'CommitResult' });
 export type CommitResult = z.infer<typeof CommitResult>;

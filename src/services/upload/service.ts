@@ -86,6 +86,7 @@ function contractError(code: keyof typeof UPLOAD_ERRORS, detail: string, extra: 
 
 /** The answer of a contract's commit (the first, and every repeat of it). */
 function commitResponse(row: ContractRow, snapshot: Snapshot, rowsWritten: number): CommitResult {
+  const replace = row.commit_mode === 'replace';
   return {
     contract_id: row.contract_id,
     state: 'committed' as const,
@@ -98,6 +99,9 @@ function commitResponse(row: ContractRow, snapshot: Snapshot, rowsWritten: numbe
       total_records: Number(snapshot.total_records),
     },
     rows_written: rowsWritten,
+    commit_mode: row.commit_mode,
+    // An overwrite removed the replaced snapshot's rows; a replace that created its dataset replaced none.
+    rows_replaced: replace ? (snapshot.operation === 'overwrite' ? Number(snapshot.rows_removed) : 0) : null,
   };
 }
 
@@ -149,6 +153,7 @@ export class UploadService {
       definition_version: dataset?.definition_version ?? null,
       requested_mode: request.schema.mode,
       mode,
+      commit_mode: request.commit_mode,
       state: mode === 'infer' ? 'proposed' : 'accepted',
       format: JSON.stringify(options),
       files: JSON.stringify(sampled),
@@ -269,8 +274,8 @@ export class UploadService {
     if (row.expires_at.getTime() <= Date.now()) throw contractError('CONTRACT_EXPIRED', `Contract ${row.contract_id} expired at ${row.expires_at.toISOString()}; negotiate a new one`);
   }
 
-  /** PATCH: retype or decline columns, then re-plan the whole contract. */
-  async replan(caller: Principal, contractId: string, columns: Overrides) {
+  /** PATCH: retype or decline columns, then re-plan the whole contract; or change its commit mode. */
+  async replan(caller: Principal, contractId: string, columns: Overrides, commitMode?: 'append' | 'replace') {
     const row = await this.own(caller, contractId);
     this.assertOpen(row);
     if (row.mode === 'dataset' && Object.values(columns).some((c) => c.type !== undefined)) {
@@ -294,6 +299,7 @@ export class UploadService {
       target: JSON.stringify(planned.target),
       schema_fingerprint: planned.fingerprint,
       state: changed && row.mode === 'infer' ? 'proposed' : row.state,
+      ...(commitMode ? { commit_mode: commitMode } : {}),
     });
     return this.view(updated, await this.deps.repo.writes(contractId));
   }
@@ -476,14 +482,18 @@ export class UploadService {
     if (files.length === 0) throw contractError('NOTHING_TO_COMMIT', `Contract ${contractId} has no writes yet`);
     const target = row.target as TargetColumnDef[];
     const rowsWritten = files.reduce((n, f) => n + Number(f.rows), 0);
+    // replace: the snapshot holds only this upload; the files leaving it are chosen under the dataset's
+    // lock in the same transaction, so a reader sees the old snapshot or the new one, never a mix.
+    const replace = row.commit_mode === 'replace' && row.dataset_id !== null;
     let response: CommitResult | undefined;
     try {
       await this.deps.catalog.commitWith(
         {
           dataset: row.dataset_id ?? undefined,
           expectedDefinitionVersion: row.definition_version ?? undefined,
-          operation: row.dataset_id ? 'append' : 'create',
+          operation: row.dataset_id ? (replace ? 'overwrite' : 'append') : 'create',
           rebaseAppends: true,
+          removeAllFiles: replace,
           author: caller.identity,
           message: message ?? null,
           addFiles: files.map((f) => ({ path: f.path, row_count: Number(f.rows), size_bytes: Number(f.bytes), column_stats: f.column_stats as never })),
@@ -559,6 +569,7 @@ export class UploadService {
       requested_mode: row.requested_mode,
       destination: `${row.workspace}.${row.collection}.${row.dataset}`,
       dataset_exists: row.dataset_id !== null,
+      commit_mode: row.commit_mode,
       plan: row.plan as PlanEntry[],
       issues: row.issues as Issue[],
       values: row.sample_values,

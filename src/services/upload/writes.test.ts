@@ -657,3 +657,107 @@ describe('committed data', () => {
     expect(files[0].column_stats).toMatchObject({ amount: { min: '0.01', max: '1234567890123456.78', null_count: 0 }, ok: { null_count: 1 } });
   });
 });
+
+// ── commit mode ───────────────────────────────────────────────────────────────
+
+describe('commit mode', () => {
+  /** Negotiates with `extra` (e.g. commit_mode), writes `body` as people.csv and commits. */
+  async function upload(dataset: string, body: string, extra: Record<string, unknown> = {}, key?: string) {
+    const c = await contractOf(alice, { ...declaredPeople(dataset), ...extra }, [{ name: 'people.csv', content: body }]);
+    const w = await write(alice, c.contract_id, 'people.csv', body);
+    expect(w.statusCode, w.body).toBe(200);
+    const res = await commit(alice, c.contract_id, key);
+    expect(res.statusCode, res.body).toBe(200);
+    return { contract: c, committed: res.json() };
+  }
+  const rowsOf = async (snapshotId: number) => readBlobs((await t.app.lakeport.catalog.snapshotFiles(snapshotId)).map((f) => f.path));
+
+  it('uploading the same file twice appends a copy by default', async () => {
+    const first = await upload('twice', people(1, 2));
+    expect(first.contract.commit_mode).toBe('append');
+    expect(first.committed).toMatchObject({ commit_mode: 'append', rows_replaced: null });
+    const second = await upload('twice', people(1, 2));
+    expect(second.committed).toMatchObject({ snapshot: { operation: 'append', total_records: 4 }, rows_written: 2, commit_mode: 'append', rows_replaced: null });
+    expect(await rowsOf(second.committed.snapshot.snapshot_id)).toHaveLength(4);
+  });
+
+  it('replace: the new snapshot (operation overwrite) holds only this upload; the old one stays in history', async () => {
+    const first = await upload('replaced', people(1, 3));
+    const c = await contractOf(alice, { ...declaredPeople('replaced'), commit_mode: 'replace' }, [{ name: 'people.csv', content: people(10, 2) }]);
+    expect(c.commit_mode).toBe('replace');
+    expect((await get(alice, c.contract_id)).json().commit_mode).toBe('replace');
+    expect((await write(alice, c.contract_id, 'people.csv', people(10, 2))).statusCode).toBe(200);
+    const res = await commit(alice, c.contract_id, 'replace-key');
+    expect(res.statusCode, res.body).toBe(200);
+    const done = res.json();
+    expect(done).toMatchObject({
+      snapshot: { operation: 'overwrite', parent_snapshot_id: first.committed.snapshot.snapshot_id, total_records: 2 },
+      rows_written: 2,
+      commit_mode: 'replace',
+      rows_replaced: 3,
+    });
+    expect(await rowsOf(done.snapshot.snapshot_id)).toEqual([
+      { id: '10', name: 'p10' },
+      { id: '11', name: 'p11' },
+    ]);
+    // History keeps the old snapshot, readable by its id.
+    const snaps = await snapshots('replaced');
+    expect(snaps.map((s) => s.operation)).toEqual(['create', 'overwrite']);
+    const old = await t.app.lakeport.catalog.resolveSnapshot(ref('replaced'), { kind: 'id', snapshotId: first.committed.snapshot.snapshot_id });
+    expect((await t.app.lakeport.catalog.resolveSnapshot(ref('replaced'), { kind: 'previous' })).snapshot_id).toBe(old.snapshot_id);
+    expect(old.snapshot_id).toBe(first.committed.snapshot.snapshot_id);
+    expect(await rowsOf(old.snapshot_id)).toHaveLength(3);
+
+    // A retry with the same key answers the original response, and commits nothing more.
+    const again = await commit(alice, c.contract_id, 'replace-key');
+    expect(again.statusCode, again.body).toBe(200);
+    expect(again.json()).toEqual(done);
+    const rebuilt = await commit(alice, c.contract_id);
+    expect(rebuilt.json()).toEqual(done);
+    expect(await snapshots('replaced')).toHaveLength(2);
+  });
+
+  it('replace of a dataset that does not exist yet creates it', async () => {
+    const { committed } = await upload('replace_new', people(1, 2), { commit_mode: 'replace' });
+    expect(committed).toMatchObject({ snapshot: { operation: 'create', total_records: 2 }, commit_mode: 'replace', rows_replaced: 0 });
+  });
+
+  it('PATCH changes the commit mode of an open contract; 422 for an unknown mode', async () => {
+    await upload('patched', people(1, 2));
+    const c = await contractOf(alice, declaredPeople('patched'), [{ name: 'people.csv', content: people(5, 1) }]);
+    const refused = await negotiate(alice, { ...declaredPeople('patched'), commit_mode: 'truncate' }, [{ name: 'people.csv', content: people(5, 1) }]);
+    expect(refused.statusCode).toBe(422);
+    const patched = await alice.request('PATCH', `/upload/v2/contracts/${c.contract_id}`, { columns: {}, commit_mode: 'replace' });
+    expect(patched.statusCode, patched.body).toBe(200);
+    expect(patched.json()).toMatchObject({ commit_mode: 'replace', state: 'accepted' });
+    expect((await write(alice, c.contract_id, 'people.csv', people(5, 1))).statusCode).toBe(200);
+    const res = await commit(alice, c.contract_id);
+    expect(res.json()).toMatchObject({ snapshot: { operation: 'overwrite', total_records: 1 }, commit_mode: 'replace', rows_replaced: 2 });
+  });
+
+  it('a replace racing an append: each snapshot is whole (its files add up to its total), whichever lands first', async () => {
+    await upload('race_replace', people(1, 4));
+    const r = await contractOf(alice, { ...declaredPeople('race_replace'), commit_mode: 'replace' }, [{ name: 'people.csv', content: people(100, 2) }]);
+    const a = await contractOf(alice, declaredPeople('race_replace'), [{ name: 'people.csv', content: people(200, 3) }]);
+    expect((await write(alice, r.contract_id, 'people.csv', people(100, 2))).statusCode).toBe(200);
+    expect((await write(alice, a.contract_id, 'people.csv', people(200, 3))).statusCode).toBe(200);
+    const [rc, ac] = await Promise.all([commit(alice, r.contract_id), commit(alice, a.contract_id)]);
+    expect(rc.statusCode, rc.body).toBe(200);
+    expect(ac.statusCode, ac.body).toBe(200);
+    const snaps = await snapshots('race_replace');
+    expect(snaps).toHaveLength(3);
+    for (const s of snaps) expect(await rowsOf(s.snapshot_id)).toHaveLength(Number(s.total_records));
+    const replacedFirst = rc.json().snapshot.snapshot_id < ac.json().snapshot.snapshot_id;
+    expect(rc.json().rows_replaced).toBe(replacedFirst ? 4 : 7);
+    expect(Number(snaps[2].total_records)).toBe(replacedFirst ? 5 : 2);
+  });
+
+  it('a writer may replace (policies: upload needs writer)', async () => {
+    await upload('by_writer', people(1, 2));
+    const c = await contractOf(will, { ...declaredPeople('by_writer'), commit_mode: 'replace' }, [{ name: 'people.csv', content: people(7, 1) }]);
+    expect((await write(will, c.contract_id, 'people.csv', people(7, 1))).statusCode).toBe(200);
+    const res = await commit(will, c.contract_id);
+    expect(res.statusCode, res.body).toBe(200);
+    expect(res.json()).toMatchObject({ snapshot: { operation: 'overwrite', total_records: 1 }, rows_replaced: 2 });
+  });
+});

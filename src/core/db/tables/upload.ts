@@ -5,6 +5,7 @@ import type { DefaultTimestamp, Json, NullableJson, PermissionPair, Timestamp } 
 
 export type ContractState = 'proposed' | 'accepted' | 'stale' | 'committed';
 export type ContractMode = 'declared' | 'infer' | 'dataset';
+export type CommitMode = 'append' | 'replace';
 
 export interface UploadContractsTable {
   contract_id: string;
@@ -19,6 +20,8 @@ export interface UploadContractsTable {
   requested_mode: string;
   mode: ContractMode;
   state: ContractState;
+  /** append (default) or replace: the commit's snapshot holds only this upload's files. */
+  commit_mode: ColumnType<CommitMode, CommitMode | undefined, CommitMode>;
   format: Json<Record<string, unknown>>;
   files: Json<unknown[]>;
   declared: NullableJson<unknown[]>;
