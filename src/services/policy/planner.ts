@@ -60,9 +60,9 @@ export function policyExists(existing: PolicyRow): AppError {
  * - a workspace keeps an owner on `<ws>.*` (409 `LAST_OWNER`).
  *
  * Authority is asked first, so a caller without it learns nothing of the workspace. `plan` changes
- * nothing (the dry run). `apply` judges the change again in one transaction under the workspace's
- * policy lock, on what the write before it left, then writes: two owners removing each other cannot
- * both succeed, and identical grants racing make one policy.
+ * nothing (the dry run). `execute` (and `apply`, for a plan made earlier) judges the change in one
+ * transaction under the workspace's policy lock, on what the write before it left, then writes: two
+ * owners removing each other cannot both succeed, and identical grants racing make one policy.
  */
 export class PolicyPlanner {
   constructor(
@@ -79,8 +79,19 @@ export class PolicyPlanner {
     return { caller, workspace, change, effect };
   }
 
-  async apply(plan: PolicyPlan): Promise<AppliedPolicyChange> {
-    const { caller, workspace, change } = plan;
+  /** The change for real: the same admission as `plan`, then judged once, under the lock, as it is written. */
+  async execute(caller: Principal, workspace: string, change: PolicyChange): Promise<AppliedPolicyChange> {
+    await this.admit(caller, workspace, change);
+    await requireLiveWorkspace(this.workspaces, workspace);
+    return this.write(caller, workspace, change);
+  }
+
+  /** A plan made earlier, judged again on what the writes since have left. */
+  apply(plan: PolicyPlan): Promise<AppliedPolicyChange> {
+    return this.write(plan.caller, plan.workspace, plan.change);
+  }
+
+  private write(caller: Principal, workspace: string, change: PolicyChange): Promise<AppliedPolicyChange> {
     return this.store.locked(workspace, async (trx) => {
       const effect = await this.judge(caller, workspace, change, trx);
       switch (effect.kind) {

@@ -92,31 +92,31 @@ export class PolicyService {
   }
 
   // Every change is the planner's: the rules are checked there, once; with `dryRun` it answers the plan.
-
-  private async change(caller: Principal, workspace: string, change: PolicyChange, dryRun: boolean): Promise<{ plan: PolicyPlan; applied?: AppliedPolicyChange }> {
-    const plan = await this.deps.planner.plan(caller, workspace, change);
-    const applied = dryRun ? undefined : await this.deps.planner.apply(plan);
-    // POST makes a policy: one held already is a conflict here, where SQL GRANT changes nothing.
-    const kept = applied ? applied.kind === 'keep' && applied.policy : plan.effect.kind === 'keep' && plan.effect.policy;
-    if (kept) throw policyExists(kept);
-    return { plan, applied };
+  // POST makes a policy: one held already is a conflict here, where SQL GRANT changes nothing.
+  private async change<T>(caller: Principal, workspace: string, change: PolicyChange, dryRun: boolean, answer: (applied: AppliedPolicyChange) => T) {
+    const { planner } = this.deps;
+    if (dryRun) {
+      const plan = await planner.plan(caller, workspace, change);
+      if (plan.effect.kind === 'keep') throw policyExists(plan.effect.policy);
+      return planDetail(plan);
+    }
+    const applied = await planner.execute(caller, workspace, change);
+    if (applied.kind === 'keep') throw policyExists(applied.policy);
+    return answer(applied);
   }
 
   async create(caller: Principal, workspace: string, input: { principal: { identity: string; type: string }; role: Role; pattern: string }, options: { dryRun?: boolean } = {}) {
     const pattern = this.parseWorkspacePattern(input.pattern, workspace);
-    const { plan, applied } = await this.change(caller, workspace, { kind: 'grant', principal: input.principal, role: input.role, pattern }, options.dryRun ?? false);
-    return applied ? policyDetail(applied.policy) : planDetail(plan);
+    return this.change(caller, workspace, { kind: 'grant', principal: input.principal, role: input.role, pattern }, options.dryRun ?? false, (applied) => policyDetail(applied.policy));
   }
 
   async update(caller: Principal, workspace: string, policyId: string, input: { role: Role; pattern: string }, options: { dryRun?: boolean } = {}) {
     const pattern = this.parseWorkspacePattern(input.pattern, workspace);
-    const { plan, applied } = await this.change(caller, workspace, { kind: 'update', policyId, role: input.role, pattern }, options.dryRun ?? false);
-    return applied ? policyDetail(applied.policy) : planDetail(plan);
+    return this.change(caller, workspace, { kind: 'update', policyId, role: input.role, pattern }, options.dryRun ?? false, (applied) => policyDetail(applied.policy));
   }
 
   async remove(caller: Principal, workspace: string, policyId: string, options: { dryRun?: boolean } = {}) {
-    const { plan, applied } = await this.change(caller, workspace, { kind: 'revoke', target: { policyId } }, options.dryRun ?? false);
-    return applied ? { message: `Policy ${policyId} deleted`, policy_id: policyId, workspace } : planDetail(plan);
+    return this.change(caller, workspace, { kind: 'revoke', target: { policyId } }, options.dryRun ?? false, () => ({ message: `Policy ${policyId} deleted`, policy_id: policyId, workspace }));
   }
 
   /**

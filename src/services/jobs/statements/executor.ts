@@ -1,7 +1,7 @@
 import { formatPattern, type Authorizer, type Principal, type Resource } from '../../../core/authz/index.ts';
 import type { Catalog, Dataset, SnapshotSelector } from '../../../core/catalog/index.ts';
 import { assertLive, requireLiveWorkspace, type WorkspaceDirectory } from '../../accounts/index.ts';
-import type { PolicyChange, PolicyPlan, PolicyPlanner, PolicyRow } from '../../policy/index.ts';
+import type { PolicyChange, PolicyPlanner, PolicyRow } from '../../policy/index.ts';
 import type { ParamValue } from '../types.ts';
 import { AppError, isAppError, type ErrorCode } from '../../../core/errors/index.ts';
 import { StatementError, statementError, type Span } from './errors.ts';
@@ -165,19 +165,20 @@ export class StatementExecutor {
     return this.at(StatementExecutor.grantSpan(s), () => this.deps.policies.plan(caller, s.pattern.value.workspace, change));
   }
 
-  private apply(s: GrantStatement, plan: PolicyPlan) {
-    return this.at(StatementExecutor.grantSpan(s), () => this.deps.policies.apply(plan));
+  private applyChange(caller: Principal, s: GrantStatement, change: PolicyChange) {
+    return this.at(StatementExecutor.grantSpan(s), () => this.deps.policies.execute(caller, s.pattern.value.workspace, change));
   }
 
   private async grant(caller: Principal, s: GrantStatement, dryRun: boolean): Promise<StatementOutcome> {
     const pattern = formatPattern(s.pattern.value);
     const { identity } = s.principal.value;
     const held = (policy: PolicyRow) => ({ message: `${identity} already holds ${policy.role} on ${pattern} (policy ${policy.policy_id}); nothing changed` });
-    const plan = await this.plan(caller, s, { kind: 'grant', principal: s.principal.value, role: s.role.value, pattern: s.pattern.value });
-    if (plan.effect.kind === 'keep') return held(plan.effect.policy);
-    if (dryRun) return { message: `Would grant ${s.role.value} on ${pattern} to ${identity}` };
-    const { kind, policy } = await this.apply(s, plan);
-    // Granted by someone else between the plan and now.
+    const change: PolicyChange = { kind: 'grant', principal: s.principal.value, role: s.role.value, pattern: s.pattern.value };
+    if (dryRun) {
+      const { effect } = await this.plan(caller, s, change);
+      return effect.kind === 'keep' ? held(effect.policy) : { message: `Would grant ${s.role.value} on ${pattern} to ${identity}` };
+    }
+    const { kind, policy } = await this.applyChange(caller, s, change);
     if (kind === 'keep') return held(policy);
     return { message: `Granted ${policy.role} on ${policy.pattern} to ${identity} (policy ${policy.policy_id})` };
   }
@@ -185,13 +186,13 @@ export class StatementExecutor {
   private async revoke(caller: Principal, s: GrantStatement, dryRun: boolean): Promise<StatementOutcome> {
     const pattern = formatPattern(s.pattern.value);
     const { identity } = s.principal.value;
-    const plan = await this.plan(caller, s, { kind: 'revoke', target: { principal: identity, pattern: s.pattern.value, role: s.role.value } });
+    const change: PolicyChange = { kind: 'revoke', target: { principal: identity, pattern: s.pattern.value, role: s.role.value } };
     if (dryRun) {
-      const { effect } = plan;
+      const { effect } = await this.plan(caller, s, change);
       if (effect.kind !== 'delete') throw new Error(`a REVOKE plans a delete, not a ${effect.kind}`);
       return { message: `Would revoke ${effect.policy.role} on ${pattern} from ${identity} (policy ${effect.policy.policy_id})` };
     }
-    const { policy } = await this.apply(s, plan);
+    const { policy } = await this.applyChange(caller, s, change);
     return { message: `Revoked ${policy.role} on ${pattern} from ${identity} (policy ${policy.policy_id} deleted)` };
   }
 
