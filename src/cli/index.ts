@@ -1,6 +1,7 @@
 import { parseArgs } from 'node:util';
 import { pino } from 'pino';
 import { ConfigError, loadConfig, type Config } from '../config.ts';
+import type { AuthService } from '../services/auth/index.ts';
 import { argumentError, commandAt, usage, UsageError, wantsHelp } from './usage.ts';
 
 // The rest of the server is imported only once a command runs, so `--help` loads (and opens) nothing.
@@ -53,36 +54,33 @@ async function createCredential(args: string[]): Promise<number> {
     const issue = input.error.issues[0];
     throw new UsageError(`${issue.path.join('.')}: ${issue.message}`, path);
   }
-  const config = loadConfig();
-  const { openRuntime } = await import('../main.ts');
-  const { createAuthService } = await import('../services/auth/index.ts');
-  const runtime = await openRuntime(config, commandLog(config));
-  try {
-    const auth = await createAuthService({ ...runtime.deps });
+  await withAuthService(async (auth) => {
     const created = await auth.credentials.create({ kind: 'admin' }, clientId.data, input.data);
     process.stdout.write(
       `${JSON.stringify({ credential_id: created.credential_id, client_id: created.client_id, secret: created.secret, expires_at: created.expires_at }, null, 2)}\n`,
     );
     process.stderr.write('The secret is shown only once; store it now.\n');
-  } finally {
-    await runtime.db.close();
-  }
+  });
   return 0;
 }
 
 async function rotateKeys(args: string[]): Promise<number> {
   noArguments(['admin', 'rotate-keys'], args);
+  await withAuthService(async (auth) => process.stdout.write(`${JSON.stringify(await auth.keys.rotate())}\n`));
+  return 0;
+}
+
+/** The admin commands' authentication service over the configured database, closed afterwards. */
+async function withAuthService(fn: (auth: AuthService) => Promise<unknown>): Promise<void> {
   const config = loadConfig();
   const { openRuntime } = await import('../main.ts');
   const { createAuthService } = await import('../services/auth/index.ts');
   const runtime = await openRuntime(config, commandLog(config));
   try {
-    const auth = await createAuthService({ ...runtime.deps });
-    process.stdout.write(`${JSON.stringify(await auth.keys.rotate())}\n`);
+    await fn(await createAuthService({ ...runtime.deps }));
   } finally {
     await runtime.db.close();
   }
-  return 0;
 }
 
 async function migrateCommand(args: string[]): Promise<number> {
