@@ -1,6 +1,5 @@
 import type { Selectable } from 'kysely';
 import type { Db, WorkspaceMemberGrant, WorkspacesTable } from '../../core/db/index.ts';
-import { AppError } from '../../core/errors/index.ts';
 import type { WorkspaceDirectory, WorkspaceEntry } from './workspace-directory.ts';
 import { accountsError } from './errors.ts';
 

@@ -6,7 +6,6 @@ import { InlineQueryEngine, parseSize, ProcessQueryEngine, tokenizeSql, type Eng
 import { serviceModule, type PublicUrl, type TokenVerifier } from '../../core/http/index.ts';
 import type { BlobStore } from '../../core/storage/index.ts';
 import type { Logger } from '../../core/logger.ts';
-import { AppError } from '../../core/errors/index.ts';
 import { QueryChecker } from './check.ts';
 import { jobsError } from './errors.ts';
 import { ExternalFetcher, ExternalReadPlanner, type ExternalReadOptions } from './external/index.ts';

@@ -1,7 +1,7 @@
 import { LRUCache } from 'lru-cache';
 import type { Authorizer, Principal } from '../../core/authz/index.ts';
 import type { Catalog, Dataset, DatasetRef } from '../../core/catalog/index.ts';
-import type { JobError, PermissionPair } from '../../core/db/index.ts';
+import type { PermissionPair } from '../../core/db/index.ts';
 import { FILE_OR_ENVIRONMENT_FUNCTIONS, lineColumn, tokenizeSql, type FunctionRef, type SqlAnalyzer, type SqlToken, type TableRef } from '../../core/engine/index.ts';
 import type { SandboxView } from '../../core/engine/index.ts';
 import { AppError, scrubServerPaths } from '../../core/errors/index.ts';

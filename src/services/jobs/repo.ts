@@ -1,5 +1,5 @@
 import { sql, type InsertObject, type Insertable, type Selectable } from 'kysely';
-import type { Database, Db, JobError, JobsTable, VariablesTable } from '../../core/db/index.ts';
+import type { Database, Db, JobsTable, VariablesTable } from '../../core/db/index.ts';
 import type { ParamValue } from './types.ts';
 import type { JobFailure } from './errors.ts';
 

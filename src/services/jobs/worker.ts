@@ -1,6 +1,5 @@
 import crypto from 'node:crypto';
 import { EventEmitter } from 'node:events';
-import type { JobError } from '../../core/db/index.ts';
 import { silentLogger, type Logger } from '../../core/logger.ts';
 import type { JobFailure } from './errors.ts';
 import type { JobRepo, JobRow } from './repo.ts';

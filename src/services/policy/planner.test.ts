@@ -11,7 +11,6 @@ import type { Principal } from '../../core/authz/index.ts';
 let t: TestApp;
 let alice: TestUser; // owner of plan (and billing_admin of its account)
 let adam: TestUser; // admin on plan.*
-let carol: TestUser; // reader on plan.*, granted below
 let account: string;
 
 const P = '/policy/v1/access/workspace/plan';
@@ -19,7 +18,7 @@ const J = '/jobs/api/v1';
 
 beforeAll(async () => {
   t = await createTestApp({}, { workers: false });
-  [alice, adam, carol] = await Promise.all(['alice', 'adam', 'carol'].map((id) => signIn(t.app, t.adminToken, id)));
+  [alice, adam] = await Promise.all(['alice', 'adam'].map((id) => signIn(t.app, t.adminToken, id)));
   account = await createWorkspace(alice, 'plan', { adam: 'admin' });
 });
 

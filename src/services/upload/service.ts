@@ -3,7 +3,7 @@ import fsp from 'node:fs/promises';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
 import { mayAccessOwned, type Authorizer, type Principal } from '../../core/authz/index.ts';
-import { normalizeRef, type Catalog, type ColumnDef, type Dataset, type DatasetRef, type Executor, type Snapshot } from '../../core/catalog/index.ts';
+import { normalizeRef, type Catalog, type ColumnDef, type Dataset, type DatasetRef, type Snapshot } from '../../core/catalog/index.ts';
 import { newId } from '../../core/crypto/index.ts';
 import { dialectOptions, FileShapeError, normalizeType, physicalType, ValueNotStorableError, type FileFormat, type Ingestor, type ReadOptions, type SourceColumn } from '../../core/engine/index.ts';
 import type { Logger } from '../../core/logger.ts';
