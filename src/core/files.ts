@@ -1,9 +1,14 @@
 import type { Stats } from 'node:fs';
 import fs from 'node:fs/promises';
 
+/** A Node system error's code (`ENOENT`, `EXDEV`, …), if it has one. */
+export function errno(error: unknown): string | undefined {
+  return (error as NodeJS.ErrnoException | undefined)?.code;
+}
+
 /** Whether an error is Node's "no such file or directory". */
 export function isNotFoundError(error: unknown): boolean {
-  return (error as NodeJS.ErrnoException | undefined)?.code === 'ENOENT';
+  return errno(error) === 'ENOENT';
 }
 
 /** The file's stat, or undefined when it does not exist (any other failure throws). */

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { pathToFileURL } from 'node:url';
-import { statIfExists } from '../files.ts';
+import { errno, statIfExists } from '../files.ts';
 import { silentLogger, type Logger } from '../logger.ts';
 import {
   BlobNotFoundError,
@@ -29,10 +29,6 @@ const STALE_TEMP_MS = 24 * 3600_000;
 const STILL_IN_USE = ['ENOTEMPTY', 'EEXIST'];
 /** What says a directory is not there (any more). */
 const GONE = ['ENOENT', 'ENOTDIR'];
-
-function errno(err: unknown): string | undefined {
-  return (err as NodeJS.ErrnoException | undefined)?.code;
-}
 
 /**
  * Blobs as plain files under `root`: key `lake/ws/c/d/x.parquet` is the file `<root>/lake/ws/c/d/x.parquet`.

@@ -25,7 +25,7 @@ import {
   type BlobInfo,
   type BlobStore,
 } from './blob-store.ts';
-import { isNotFoundError, statIfExists } from '../files.ts';
+import { errno, isNotFoundError, statIfExists } from '../files.ts';
 import { silentLogger, type Logger } from '../logger.ts';
 
 export const DEFAULT_S3_CACHE_MAX_BYTES = 2 * 1024 ** 3;
@@ -73,10 +73,6 @@ function isNotFound(err: unknown): boolean {
 
 function isInvalidRange(err: unknown): boolean {
   return err instanceof S3ServiceException && (err.name === 'InvalidRange' || err.$metadata?.httpStatusCode === 416);
-}
-
-function errno(err: unknown): string | undefined {
-  return (err as NodeJS.ErrnoException | undefined)?.code;
 }
 
 /**
