@@ -532,6 +532,17 @@ describe('OData service', () => {
       });
     };
 
+    it("carries OData's error member beside Lakeport's detail and code", async () => {
+      const missing = await rows(rita, 'acme/sales/orders(100000)');
+      expect(missing.statusCode).toBe(404);
+      const body = missing.json();
+      expect(body).toEqual({ detail: expect.stringMatching(/No row 100000/), code: 'ENTITY_NOT_FOUND', error: { code: 'ENTITY_NOT_FOUND', message: body.detail } });
+      const filter = (await rows(rita, `acme/sales/orders?$filter=${encodeURIComponent('region eq')}`)).json();
+      expect(filter.error).toEqual({ code: filter.code, message: filter.detail });
+      const unauthenticated = (await get(undefined, '/odata/api/v4/')).json();
+      expect(unauthenticated.error).toEqual({ code: unauthenticated.code, message: unauthenticated.detail });
+    });
+
     it("answers a raw UTF-8 character in the query string in Lakeport's shape", async () => {
       const line = Buffer.concat([Buffer.from("GET /odata/api/v4/acme/sales/orders?$filter=region%20eq%20'"), Buffer.from('Zürich', 'utf8'), Buffer.from("' HTTP/1.1")]);
       const res = await rawRequest(line, [`authorization: Bearer ${rita.token}`]);

@@ -2,6 +2,7 @@ import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { principalOf, type TokenVerifier } from '../../core/http/index.ts';
 import { formatSelector, refOf } from '../../core/catalog/index.ts';
 import { countRows, entityText, parseKey, splitKey } from './entities.ts';
+import { withODataErrorMember } from './error-body.ts';
 import { odataError } from './errors.ts';
 import { requireODataAuth, type ClientAuthenticator } from './auth.ts';
 import { buildMetadataDocument, buildServiceDocument, entitySetName, llmsTxt } from './metadata/index.ts';
@@ -59,10 +60,12 @@ export const odataRoutes =
 
     await app.register(async (api) => {
       api.addHook('onRequest', requireODataAuth(deps.verifier, deps.clients));
-      api.addHook('onSend', async (_request, reply) => {
+      api.addHook('onSend', async (_request, reply, payload) => {
         reply.header('odata-version', '4.0');
         // Every answer depends on who asks (their grants, role and policies).
         reply.header('cache-control', 'private');
+        const json = String(reply.getHeader('content-type') ?? '').startsWith('application/json');
+        return reply.statusCode >= 400 && json && typeof payload === 'string' ? withODataErrorMember(payload) : payload;
       });
 
       const serviceDocument = async (request: FastifyRequest, reply: FastifyReply) => {
