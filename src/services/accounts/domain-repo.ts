@@ -25,8 +25,11 @@ export class DomainRepo {
     return this.db.selectFrom('account_domains').selectAll().where('account_id', '=', accountId).orderBy('domain').execute();
   }
 
-  find(accountId: string, domain: string): Promise<DomainRow | undefined> {
-    return this.db.selectFrom('account_domains').selectAll().where('account_id', '=', accountId).where('domain', '=', domain).executeTakeFirst();
+  /** The account's claim; `lock` takes its row lock (FOR UPDATE), serialising verifies of one claim. */
+  find(accountId: string, domain: string, lock = false): Promise<DomainRow | undefined> {
+    let query = this.db.selectFrom('account_domains').selectAll().where('account_id', '=', accountId).where('domain', '=', domain);
+    if (lock) query = query.forUpdate();
+    return query.executeTakeFirst();
   }
 
   /** The active account other than `accountId` that has `domain` verified, if any. */

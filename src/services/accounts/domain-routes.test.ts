@@ -338,5 +338,12 @@ describe('DomainService for other modules', () => {
     fail = false;
     expect((await service.verify('alice', A, 'hook.example')).state).toBe('verified');
     expect(events).toEqual([{ account_id: A, domain: 'hook.example', domain_unicode: 'hook.example', verified_by: 'mia', verified_at: expect.any(String) }]);
+    // Verifies racing each other notify once.
+    const raced = await service.claim('alice', A, 'race.example');
+    publish(raced);
+    const results = await Promise.all([service.verify('alice', A, 'race.example'), service.verify('mia', A, 'race.example'), service.verify('alice', A, 'race.example')]);
+    expect(results.map((r) => r.state)).toEqual(['verified', 'verified', 'verified']);
+    expect(new Set(results.map((r) => r.verified_at)).size).toBe(1);
+    expect(events.filter((e) => e.domain === 'race.example')).toHaveLength(1);
   });
 });

@@ -169,21 +169,24 @@ export class DomainService {
 
     const check = await this.check(claim);
     const record = { now: new Date(), outcome: check.outcome, error: check.code === null ? null : `${check.code}: ${check.detail}`, found: check.found };
-    let row: DomainRow | undefined;
+    let written: { before: DomainRow; after: DomainRow } | undefined;
     try {
-      row = await this.repo.transaction(async (repo) => {
-        if (check.outcome !== 'verified') return repo.recordCheck(accountId, ascii, record);
-        await repo.dropVerifiedOfInactive(ascii);
-        return repo.recordCheck(accountId, ascii, record, caller);
+      written = await this.repo.transaction(async (repo) => {
+        const before = await repo.find(accountId, ascii, true);
+        if (!before) return undefined; // released meanwhile
+        if (check.outcome === 'verified') await repo.dropVerifiedOfInactive(ascii);
+        const after = await repo.recordCheck(accountId, ascii, record, check.outcome === 'verified' ? caller : undefined);
+        return { before, after: after! };
       });
     } catch (error) {
       // Another account verified the domain between our check and this write.
       if (isUniqueViolation(error, ONE_VERIFIED_INDEX)) throw verifiedElsewhere(ascii);
       throw error;
     }
-    if (!row) throw notFound(accountId, ascii); // released meanwhile
-    const view = domainView(row);
-    if (claim.verified_at === null && row.verified_at !== null) await this.notifyVerified(view);
+    if (!written) throw notFound(accountId, ascii);
+    const view = domainView(written.after);
+    // Under the row lock, so two verifies racing notify once.
+    if (written.before.verified_at === null && written.after.verified_at !== null) await this.notifyVerified(view);
     return { ...view, check };
   }
 
