@@ -11,7 +11,7 @@ import { clientErrorHandler, frameworkErrors, registerErrorHandling } from './co
 import { mountApi, registerInputGuards, requestIdOptions, type AdminToken, type PublicUrl, type ServiceModule } from './core/http/index.ts';
 import type { Ingestor, RowReader, SqlAnalyzer } from './core/engine/index.ts';
 import type { BlobStore } from './core/storage/index.ts';
-import { catalogNamespaces, createAccountsService, openAccountRecords, type AccountService, type WorkspaceService } from './services/accounts/index.ts';
+import { catalogNamespaces, createAccountsService, dnsTxtResolver, openAccountRecords, type AccountService, type DnsOptions, type DomainService, type WorkspaceService } from './services/accounts/index.ts';
 import { createAuthService, type AuthService } from './services/auth/index.ts';
 import { createPolicyService, PolicyStore, type PolicyService } from './services/policy/index.ts';
 import { createJobsService, type ExternalReadOptions, type JobsService, type ResultPolicy, type WorkerPool } from './services/jobs/index.ts';
@@ -32,6 +32,8 @@ export interface AppDeps {
   /** Local scratch space for uploads in flight and downloads. */
   scratchDir: string;
   analyzer: SqlAnalyzer;
+  /** Domain verification's TXT lookups (LAKEPORT_DNS_*); absent: the system's resolvers, 2 s, 2 tries. */
+  dns?: DnsOptions;
   jobs: {
     timeoutMs: number;
     workers: number;
@@ -73,6 +75,7 @@ export interface LakeportServices {
   policy: PolicyService;
   accounts: AccountService;
   workspaces: WorkspaceService;
+  domains: DomainService;
   uploads: UploadService;
   jobs: JobsService;
   workers: WorkerPool;
@@ -193,6 +196,8 @@ async function createServices(deps: AppDeps, log: FastifyBaseLogger) {
     },
     genesisRoute: policy.genesisRoute('accounts'),
     log: log.child({ module: 'accounts' }),
+    db: deps.db,
+    domains: { resolveTxt: dnsTxtResolver(deps.dns) },
   });
   const upload = createUploadService({
     db: deps.db,
@@ -249,6 +254,7 @@ async function createServices(deps: AppDeps, log: FastifyBaseLogger) {
     policy: policy.policies,
     accounts: accounts.accounts,
     workspaces: accountService.workspaces,
+    domains: accountService.domains,
     uploads: upload.uploads,
     jobs: jobs.jobs,
     workers: jobs.pool,

@@ -44,6 +44,17 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ LAKEPORT_TRUST_PROXY: '10.0.0.0/33' })).toThrow(ConfigError);
   });
 
+  it('reads the resolvers, timeout and tries of domain verification (LAKEPORT_DNS_*)', () => {
+    expect(loadConfig({})).toMatchObject({ dnsServers: undefined, dnsTimeoutMs: 2000, dnsTries: 2 });
+    expect(loadConfig({ LAKEPORT_DNS_SERVERS: '127.0.0.1:5353, [::1]:53,9.9.9.9', LAKEPORT_DNS_TIMEOUT_MS: '500', LAKEPORT_DNS_TRIES: '1' })).toMatchObject({
+      dnsServers: ['127.0.0.1:5353', '[::1]:53', '9.9.9.9'],
+      dnsTimeoutMs: 500,
+      dnsTries: 1,
+    });
+    expect(() => loadConfig({ LAKEPORT_DNS_SERVERS: 'dns.example.com' })).toThrow(/LAKEPORT_DNS_SERVERS/);
+    expect(() => loadConfig({ LAKEPORT_DNS_TRIES: '0' })).toThrow(ConfigError);
+  });
+
   it('treats empty values as unset', () => {
     expect(loadConfig({ DATABASE_URL: '', LAKEPORT_PUBLIC_URL: ' ' }).databaseUrl).toBeUndefined();
   });

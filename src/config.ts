@@ -1,3 +1,4 @@
+import { Resolver } from 'node:dns';
 import net from 'node:net';
 import path from 'node:path';
 import { z } from 'zod';
@@ -51,6 +52,16 @@ const EnvSchema = z.object({
   LAKEPORT_RESULT_RETENTION_HOURS: z.coerce.number().min(0.01).max(24 * 365).default(24),
   LAKEPORT_EXTERNAL_S3_ENDPOINT: optionalString.pipe(z.url({ protocol: /^https?$/ }).optional()),
   LAKEPORT_EXTERNAL_READ_MAX_BYTES: optionalString.pipe(z.coerce.number<string | undefined>().int().min(1).optional()),
+  LAKEPORT_DNS_SERVERS: optionalString.superRefine((v, ctx) => {
+    if (v === undefined) return;
+    try {
+      new Resolver().setServers(splitList(v));
+    } catch (err) {
+      ctx.addIssue({ code: 'custom', message: `not a list of resolver addresses (host, host:port or [v6]:port): ${(err as Error).message}` });
+    }
+  }),
+  LAKEPORT_DNS_TIMEOUT_MS: z.coerce.number().int().min(50).max(60_000).default(2000),
+  LAKEPORT_DNS_TRIES: z.coerce.number().int().min(1).max(10).default(2),
   LAKEPORT_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   LAKEPORT_TRUST_PROXY: optionalString.superRefine((v, ctx) => {
     if (v === undefined || /^(true|false)$/i.test(v)) return;
@@ -111,6 +122,10 @@ export interface Config {
    */
   readonly externalS3Endpoint: string | undefined;
   readonly externalReadMaxBytes: number;
+  /** Domain verification's TXT lookups: resolvers (`LAKEPORT_DNS_SERVERS`, comma-separated; unset → the system's), per-try timeout and tries. */
+  readonly dnsServers: string[] | undefined;
+  readonly dnsTimeoutMs: number;
+  readonly dnsTries: number;
 }
 
 export class ConfigError extends Error {}
@@ -123,6 +138,8 @@ function isAddressOrCidr(value: string): boolean {
   if (bits === undefined) return true;
   return /^\d{1,3}$/.test(bits) && Number(bits) <= (net.isIPv4(address) ? 32 : 128);
 }
+
+const splitList = (value: string) => value.split(',').map((s) => s.trim()).filter((s) => s !== '');
 
 function parseTrustProxy(value: string | undefined): boolean | string[] {
   if (value === undefined || value.toLowerCase() === 'false') return false;
@@ -169,5 +186,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     resultRetentionMs: e.LAKEPORT_RESULT_RETENTION_HOURS * 3600_000,
     externalS3Endpoint: e.LAKEPORT_EXTERNAL_S3_ENDPOINT,
     externalReadMaxBytes: e.LAKEPORT_EXTERNAL_READ_MAX_BYTES ?? 1024 ** 3,
+    dnsServers: e.LAKEPORT_DNS_SERVERS === undefined ? undefined : splitList(e.LAKEPORT_DNS_SERVERS),
+    dnsTimeoutMs: e.LAKEPORT_DNS_TIMEOUT_MS,
+    dnsTries: e.LAKEPORT_DNS_TRIES,
   });
 }

@@ -16,6 +16,7 @@ const BODILESS = new Set([
   'POST /billing/v1/accounts/{account_id}/members/{identity}/accept',
   'POST /control/v1/accounts/{account_id}/members/{identity}/accept',
   'POST /billing/v1/workspaces/{name}/restore',
+  'POST /control/v1/accounts/{account_id}/domains/{domain}/verify',
   'POST /jobs/api/v1/jobs/{identifier}/cancel',
 ]);
 

@@ -115,6 +115,7 @@ function expand(url: string, f: Fixtures): string {
     contract_id: 'ctr_doesnotexist0001',
     identifier: '01HZZZZZZZZZZZZZZZZZZZZZZZ',
     invoice_id: 'inv_doesnotexist0001',
+    domain: 'example.com',
   };
   const expanded = url.replace(/:([A-Za-z_][A-Za-z0-9_]*)/g, (_m, name: string) => {
     if (!(name in values)) throw new Error(`route ${url}: no sample value for path parameter :${name} — add one to expand()`);

@@ -1131,6 +1131,367 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/control/v1/accounts/{account_id}/domains": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The account's claimed domains and their verification state (active member) */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    account_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            account_id: string;
+                            domains: {
+                                account_id: string;
+                                /** @description Lowercase ASCII (punycode) form */
+                                domain: string;
+                                /** @description The same name for display */
+                                domain_unicode: string;
+                                /** @enum {string} */
+                                state: "unverified" | "verified";
+                                token: string;
+                                /** @description The TXT record to publish */
+                                record: {
+                                    /** @description Where to publish the record: _lakeport-challenge.<domain> */
+                                    name: string;
+                                    /** @enum {string} */
+                                    type: "TXT";
+                                    /** @description lakeport-domain-verification=<token> */
+                                    value: string;
+                                };
+                                claimed_at: string;
+                                claimed_by: string;
+                                /** @description When the record was first found; kept by later failing checks */
+                                verified_at: string | null;
+                                verified_by: string | null;
+                                last_checked_at: string | null;
+                                last_outcome: ("verified" | "record_missing" | "dns_unavailable") | null;
+                                /** @description The last check’s failure (code and detail); null after a successful check */
+                                last_error: string | null;
+                                /** @description TXT values seen at the challenge name on the last check */
+                                last_found: string[] | null;
+                            }[];
+                        };
+                    };
+                };
+                /** @description The request is invalid: one entry per problem, with its location */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["HTTPValidationError"];
+                    };
+                };
+                /** @description Refused: not authenticated, not allowed, not found, in conflict… */
+                "4XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Server error */
+                "5XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        /** Claim a domain (billing_admin); returns the TXT record to publish. Re-claiming returns the same token and keeps verification */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    account_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description The domain to claim, such as example.com or bücher.example (stored in ASCII/punycode form, lowercase) */
+                        domain: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            account_id: string;
+                            /** @description Lowercase ASCII (punycode) form */
+                            domain: string;
+                            /** @description The same name for display */
+                            domain_unicode: string;
+                            /** @enum {string} */
+                            state: "unverified" | "verified";
+                            token: string;
+                            /** @description The TXT record to publish */
+                            record: {
+                                /** @description Where to publish the record: _lakeport-challenge.<domain> */
+                                name: string;
+                                /** @enum {string} */
+                                type: "TXT";
+                                /** @description lakeport-domain-verification=<token> */
+                                value: string;
+                            };
+                            claimed_at: string;
+                            claimed_by: string;
+                            /** @description When the record was first found; kept by later failing checks */
+                            verified_at: string | null;
+                            verified_by: string | null;
+                            last_checked_at: string | null;
+                            last_outcome: ("verified" | "record_missing" | "dns_unavailable") | null;
+                            /** @description The last check’s failure (code and detail); null after a successful check */
+                            last_error: string | null;
+                            /** @description TXT values seen at the challenge name on the last check */
+                            last_found: string[] | null;
+                        };
+                    };
+                };
+                /** @description The request is invalid: one entry per problem, with its location */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["HTTPValidationError"];
+                    };
+                };
+                /** @description Refused: not authenticated, not allowed, not found, in conflict… */
+                "4XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Server error */
+                "5XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/control/v1/accounts/{account_id}/domains/{domain}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Release a claimed domain, verified or not (billing_admin) */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    account_id: string;
+                    domain: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            message: string;
+                            account_id: string;
+                            domain: string;
+                            domain_unicode: string;
+                            was_verified: boolean;
+                        };
+                    };
+                };
+                /** @description The request is invalid: one entry per problem, with its location */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["HTTPValidationError"];
+                    };
+                };
+                /** @description Refused: not authenticated, not allowed, not found, in conflict… */
+                "4XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Server error */
+                "5XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/control/v1/accounts/{account_id}/domains/{domain}/verify": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Look the TXT record up in DNS and record the outcome (active member); 200 with check.outcome verified, record_missing or dns_unavailable */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    account_id: string;
+                    domain: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            account_id: string;
+                            /** @description Lowercase ASCII (punycode) form */
+                            domain: string;
+                            /** @description The same name for display */
+                            domain_unicode: string;
+                            /** @enum {string} */
+                            state: "unverified" | "verified";
+                            token: string;
+                            /** @description The TXT record to publish */
+                            record: {
+                                /** @description Where to publish the record: _lakeport-challenge.<domain> */
+                                name: string;
+                                /** @enum {string} */
+                                type: "TXT";
+                                /** @description lakeport-domain-verification=<token> */
+                                value: string;
+                            };
+                            claimed_at: string;
+                            claimed_by: string;
+                            /** @description When the record was first found; kept by later failing checks */
+                            verified_at: string | null;
+                            verified_by: string | null;
+                            last_checked_at: string | null;
+                            last_outcome: ("verified" | "record_missing" | "dns_unavailable") | null;
+                            /** @description The last check’s failure (code and detail); null after a successful check */
+                            last_error: string | null;
+                            /** @description TXT values seen at the challenge name on the last check */
+                            last_found: string[] | null;
+                            check: {
+                                /** @enum {string} */
+                                outcome: "verified" | "record_missing" | "dns_unavailable";
+                                /** @description null when verified */
+                                code: ("DOMAIN_RECORD_MISSING" | "DOMAIN_DNS_UNAVAILABLE") | null;
+                                detail: string;
+                                /** @description ENOTFOUND (NXDOMAIN), ENODATA (no TXT), ETIMEOUT, ESERVFAIL, EREFUSED… */
+                                dns_code: string | null;
+                                found: string[];
+                                /** @description true: no answer came, try again later; false: the answer is in (publish the record if it is missing) */
+                                retry: boolean;
+                            };
+                        };
+                    };
+                };
+                /** @description The request is invalid: one entry per problem, with its location */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["HTTPValidationError"];
+                    };
+                };
+                /** @description Refused: not authenticated, not allowed, not found, in conflict… */
+                "4XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Server error */
+                "5XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/control/v1/access/workspace/{workspace}/genesis": {
         parameters: {
             query?: never;

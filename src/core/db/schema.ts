@@ -1,6 +1,7 @@
 import type { AccountTables } from './tables/accounts.ts';
 import type { AuthTables } from './tables/auth.ts';
 import type { CatalogTables } from './tables/catalog.ts';
+import type { DomainTables } from './tables/domains.ts';
 import type { JobTables } from './tables/jobs.ts';
 import type { PolicyTables } from './tables/policy.ts';
 import type { SecretTables } from './tables/secrets.ts';
@@ -14,5 +15,6 @@ export type * from './tables/catalog.ts';
 export type * from './tables/upload.ts';
 export type * from './tables/jobs.ts';
 export type * from './tables/secrets.ts';
+export type * from './tables/domains.ts';
 
-export interface Database extends AuthTables, AccountTables, PolicyTables, CatalogTables, UploadTables, JobTables, SecretTables {}
+export interface Database extends AuthTables, AccountTables, PolicyTables, CatalogTables, UploadTables, JobTables, SecretTables, DomainTables {}

@@ -21,6 +21,9 @@ export const ACCOUNTS_ERRORS = {
   WORKSPACE_LOCKED: 423,
   WORKSPACE_RECORD_FAILED: 503,
   GENESIS_FAILED: 503,
+  // domains
+  DOMAIN_NOT_FOUND: 404,
+  DOMAIN_VERIFIED_ELSEWHERE: 409,
 } as const;
 
 declare module '../../core/errors/app-error.ts' {

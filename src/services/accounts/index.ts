@@ -6,6 +6,9 @@ import { serviceModule, type TokenVerifier } from '../../core/http/index.ts';
 import type { Logger } from '../../core/logger.ts';
 import { accountRoutes } from './account-routes.ts';
 import { AccountService } from './account-service.ts';
+import type { TxtResolver } from './dns-txt.ts';
+import { domainRoutes } from './domain-routes.ts';
+import { DomainService, type DomainServiceDeps } from './domain-service.ts';
 import { WorkspaceRepo } from './workspace-repo.ts';
 import type { WorkspaceDirectory } from './workspace-directory.ts';
 import { workspaceRoutes } from './workspace-routes.ts';
@@ -14,6 +17,8 @@ import { WorkspaceService, type GenesisPort, type LakeFiles, type NamespacePort,
 export { AccountService } from './account-service.ts';
 export { WorkspaceRepo } from './workspace-repo.ts';
 export { WorkspaceService, GRACE_MS, type Guards, type NamespacePort, type GenesisPort, type PolicyPurgePort, type LakeFiles } from './workspace-service.ts';
+export { DomainService, type DomainVerifiedEvent } from './domain-service.ts';
+export { dnsTxtResolver, DEFAULT_DNS, type DnsOptions, type TxtResolver } from './dns-txt.ts';
 export { assertLive, requireLiveWorkspace, type WorkspaceDirectory, type WorkspaceEntry } from './workspace-directory.ts';
 
 /** The catalog as the account service sees a workspace's namespace. */
@@ -48,6 +53,9 @@ export interface AccountsOptions extends AccountRecords {
   genesisRoute: FastifyPluginAsync;
   /** Where the workspace purge reports a workspace it could not purge. */
   log: Logger;
+  db: Db;
+  /** Domain verification: the TXT lookup (real DNS), and an optional hook called when a domain becomes verified. */
+  domains: { resolveTxt: TxtResolver; onVerified?: DomainServiceDeps['onVerified'] };
 }
 
 /**
@@ -66,21 +74,24 @@ export function createAccountsService(options: AccountsOptions) {
     files: options.lake,
     log: options.log,
   });
+  const domains = new DomainService({ db: options.db, accounts, ...options.domains, log });
   const common = accountRoutes({ accounts, verifier: options.verifier });
   const routesFor =
     (flavor: 'billing' | 'control'): FastifyPluginAsync =>
     async (app) => {
       await app.register(common);
       await app.register(workspaceRoutes({ workspaces, verifier: options.verifier }, flavor));
+      if (flavor === 'control') await app.register(domainRoutes({ domains, verifier: options.verifier }));
     };
   return serviceModule({
     accounts,
     workspaces,
+    domains,
     records,
     directory,
     apis: [
       { prefix: '/billing', title: 'account service (billing)', description: 'Accounts, members, invoices and workspaces.', routes: [routesFor('billing')] },
-      { prefix: '/control', title: 'account service (control)', description: 'Accounts, members, invoices, workspaces and guards.', routes: [routesFor('control'), options.genesisRoute] },
+      { prefix: '/control', title: 'account service (control)', description: 'Accounts, members, invoices, workspaces, guards and domains.', routes: [routesFor('control'), options.genesisRoute] },
     ],
     upkeep: () =>
       workspaces.purgeExpired().then(
