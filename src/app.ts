@@ -11,7 +11,7 @@ import { clientErrorHandler, frameworkErrors, registerErrorHandling } from './co
 import { mountApi, registerInputGuards, requestIdOptions, type AdminToken, type PublicUrl, type ServiceModule } from './core/http/index.ts';
 import type { Ingestor, RowReader, SqlAnalyzer } from './core/engine/index.ts';
 import type { BlobStore } from './core/storage/index.ts';
-import { catalogNamespaces, createAccountsService, openAccountRecords, type AccountService, type WorkspaceService } from './services/accounts/index.ts';
+import { catalogNamespaces, createAccountsService, openAccountRecords, type AccountService, type PaymentEventHook, type PaymentProcessor, type WorkspaceService } from './services/accounts/index.ts';
 import { createAuthService, type AuthService } from './services/auth/index.ts';
 import { createPolicyService, PolicyStore, type PolicyService } from './services/policy/index.ts';
 import { createJobsService, type ExternalReadOptions, type JobsService, type ResultPolicy, type WorkerPool } from './services/jobs/index.ts';
@@ -32,6 +32,10 @@ export interface AppDeps {
   /** Local scratch space for uploads in flight and downloads. */
   scratchDir: string;
   analyzer: SqlAnalyzer;
+  /** The payment processor (LAKEPORT_PAYMENTS_PROCESSOR; default: the test-mode sandbox). */
+  payments?: PaymentProcessor;
+  /** Told of each settled payment (for the notification feed). */
+  onPaymentEvent?: PaymentEventHook;
   jobs: {
     timeoutMs: number;
     workers: number;
@@ -193,6 +197,8 @@ async function createServices(deps: AppDeps, log: FastifyBaseLogger) {
     },
     genesisRoute: policy.genesisRoute('accounts'),
     log: log.child({ module: 'accounts' }),
+    payments: deps.payments,
+    onPaymentEvent: deps.onPaymentEvent,
   });
   const upload = createUploadService({
     db: deps.db,

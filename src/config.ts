@@ -51,6 +51,10 @@ const EnvSchema = z.object({
   LAKEPORT_RESULT_RETENTION_HOURS: z.coerce.number().min(0.01).max(24 * 365).default(24),
   LAKEPORT_EXTERNAL_S3_ENDPOINT: optionalString.pipe(z.url({ protocol: /^https?$/ }).optional()),
   LAKEPORT_EXTERNAL_READ_MAX_BYTES: optionalString.pipe(z.coerce.number<string | undefined>().int().min(1).optional()),
+  LAKEPORT_PAYMENTS_PROCESSOR: z.enum(['sandbox', 'stripe']).default('sandbox'),
+  LAKEPORT_STRIPE_SECRET_KEY: optionalString.pipe(z.string().regex(/^(sk|rk)_(test|live)_[A-Za-z0-9]+$/, 'a Stripe secret key (sk_test_… or sk_live_…)').optional()),
+  LAKEPORT_STRIPE_API_BASE: optionalString.pipe(z.url({ protocol: /^https?$/ }).optional()),
+  LAKEPORT_STRIPE_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(20_000),
   LAKEPORT_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   LAKEPORT_TRUST_PROXY: optionalString.superRefine((v, ctx) => {
     if (v === undefined || /^(true|false)$/i.test(v)) return;
@@ -111,6 +115,14 @@ export interface Config {
    */
   readonly externalS3Endpoint: string | undefined;
   readonly externalReadMaxBytes: number;
+  /**
+   * Payments (docs/payments.md): `sandbox` (test mode, the default) or `stripe` with its secret key,
+   * API base URL (default https://api.stripe.com) and per-request time limit.
+   */
+  readonly payments: {
+    readonly processor: 'sandbox' | 'stripe';
+    readonly stripe: { readonly secretKey: string | undefined; readonly apiBase: string; readonly timeoutMs: number };
+  };
 }
 
 export class ConfigError extends Error {}
@@ -138,6 +150,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     throw new ConfigError(`invalid configuration: ${lines.join('; ')}`);
   }
   const e = parsed.data;
+  if (e.LAKEPORT_PAYMENTS_PROCESSOR === 'stripe' && e.LAKEPORT_STRIPE_SECRET_KEY === undefined) {
+    throw new ConfigError('invalid configuration: LAKEPORT_STRIPE_SECRET_KEY: required when LAKEPORT_PAYMENTS_PROCESSOR=stripe');
+  }
   return Object.freeze({
     host: e.HOST,
     port: e.PORT,
@@ -169,5 +184,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     resultRetentionMs: e.LAKEPORT_RESULT_RETENTION_HOURS * 3600_000,
     externalS3Endpoint: e.LAKEPORT_EXTERNAL_S3_ENDPOINT,
     externalReadMaxBytes: e.LAKEPORT_EXTERNAL_READ_MAX_BYTES ?? 1024 ** 3,
+    payments: {
+      processor: e.LAKEPORT_PAYMENTS_PROCESSOR,
+      stripe: {
+        secretKey: e.LAKEPORT_STRIPE_SECRET_KEY,
+        apiBase: e.LAKEPORT_STRIPE_API_BASE ?? 'https://api.stripe.com',
+        timeoutMs: e.LAKEPORT_STRIPE_TIMEOUT_MS,
+      },
+    },
   });
 }

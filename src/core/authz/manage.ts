@@ -27,6 +27,9 @@ export type ManagementAction =
   | 'member.remove'
   | 'member.accept'
   | 'workspace.create'
+  | 'payment_method.attach'
+  | 'payment_method.detach'
+  | 'payment.create'
   // workspace level: pairs covering `<ws>.*` with owner (or unnarrowed)
   | 'workspace.delete'
   // credentials of the caller's own identity
@@ -52,6 +55,9 @@ const ACCOUNT_LEVEL: ReadonlySet<ManagementAction> = new Set([
   'member.remove',
   'member.accept',
   'workspace.create',
+  'payment_method.attach',
+  'payment_method.detach',
+  'payment.create',
 ]);
 
 const DESCRIBE: Record<ManagementAction, string> = {
@@ -63,6 +69,9 @@ const DESCRIBE: Record<ManagementAction, string> = {
   'member.remove': 'remove account members or leave an account',
   'member.accept': 'accept an account invite',
   'workspace.create': 'create workspaces',
+  'payment_method.attach': "attach an account's payment method",
+  'payment_method.detach': "detach an account's payment method",
+  'payment.create': 'make payments',
   'workspace.delete': 'delete a workspace',
   'credential.create': 'create credentials',
   'credential.read': "see the identity's other credentials",

@@ -2,6 +2,7 @@ import type { AccountTables } from './tables/accounts.ts';
 import type { AuthTables } from './tables/auth.ts';
 import type { CatalogTables } from './tables/catalog.ts';
 import type { JobTables } from './tables/jobs.ts';
+import type { PaymentTables } from './tables/payments.ts';
 import type { PolicyTables } from './tables/policy.ts';
 import type { SecretTables } from './tables/secrets.ts';
 import type { UploadTables } from './tables/upload.ts';
@@ -14,5 +15,6 @@ export type * from './tables/catalog.ts';
 export type * from './tables/upload.ts';
 export type * from './tables/jobs.ts';
 export type * from './tables/secrets.ts';
+export type * from './tables/payments.ts';
 
-export interface Database extends AuthTables, AccountTables, PolicyTables, CatalogTables, UploadTables, JobTables, SecretTables {}
+export interface Database extends AuthTables, AccountTables, PolicyTables, CatalogTables, UploadTables, JobTables, SecretTables, PaymentTables {}

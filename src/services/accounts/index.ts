@@ -6,6 +6,10 @@ import { serviceModule, type TokenVerifier } from '../../core/http/index.ts';
 import type { Logger } from '../../core/logger.ts';
 import { accountRoutes } from './account-routes.ts';
 import { AccountService } from './account-service.ts';
+import type { PaymentProcessor } from './payment-processor.ts';
+import { paymentRoutes } from './payment-routes.ts';
+import { PaymentService, type PaymentEventHook } from './payment-service.ts';
+import { SandboxProcessor } from './sandbox-processor.ts';
 import { WorkspaceRepo } from './workspace-repo.ts';
 import type { WorkspaceDirectory } from './workspace-directory.ts';
 import { workspaceRoutes } from './workspace-routes.ts';
@@ -14,6 +18,9 @@ import { WorkspaceService, type GenesisPort, type LakeFiles, type NamespacePort,
 export { AccountService } from './account-service.ts';
 export { WorkspaceRepo } from './workspace-repo.ts';
 export { WorkspaceService, GRACE_MS, type Guards, type NamespacePort, type GenesisPort, type PolicyPurgePort, type LakeFiles } from './workspace-service.ts';
+export { createPaymentProcessor, type PaymentsConfig } from './payment-config.ts';
+export type { PaymentProcessor } from './payment-processor.ts';
+export type { PaymentEvent, PaymentEventHook } from './payment-service.ts';
 export { assertLive, requireLiveWorkspace, type WorkspaceDirectory, type WorkspaceEntry } from './workspace-directory.ts';
 
 /** The catalog as the account service sees a workspace's namespace. */
@@ -32,7 +39,7 @@ export function catalogNamespaces(catalog: Catalog): NamespacePort {
  */
 export function openAccountRecords(db: Db) {
   const records = new WorkspaceRepo(db);
-  return { accounts: new AccountService(db), records, directory: records as WorkspaceDirectory };
+  return { db, accounts: new AccountService(db), records, directory: records as WorkspaceDirectory };
 }
 
 export type AccountRecords = ReturnType<typeof openAccountRecords>;
@@ -48,6 +55,10 @@ export interface AccountsOptions extends AccountRecords {
   genesisRoute: FastifyPluginAsync;
   /** Where the workspace purge reports a workspace it could not purge. */
   log: Logger;
+  /** The payment processor (default: the test-mode sandbox). */
+  payments?: PaymentProcessor;
+  /** Told of each settled payment (the notification feed). */
+  onPaymentEvent?: PaymentEventHook;
 }
 
 /**
@@ -66,16 +77,26 @@ export function createAccountsService(options: AccountsOptions) {
     files: options.lake,
     log: options.log,
   });
+  const payments = new PaymentService({
+    db: options.db,
+    accounts,
+    processor: options.payments ?? new SandboxProcessor(),
+    log: log.child({ module: 'payments' }),
+    onEvent: options.onPaymentEvent,
+  });
   const common = accountRoutes({ accounts, verifier: options.verifier });
+  const paymentApi = paymentRoutes({ payments, verifier: options.verifier });
   const routesFor =
     (flavor: 'billing' | 'control'): FastifyPluginAsync =>
     async (app) => {
       await app.register(common);
+      await app.register(paymentApi);
       await app.register(workspaceRoutes({ workspaces, verifier: options.verifier }, flavor));
     };
   return serviceModule({
     accounts,
     workspaces,
+    payments,
     records,
     directory,
     apis: [
