@@ -72,6 +72,8 @@ export async function startFakeStripe(): Promise<FakeStripe> {
       if (method === 'POST' && action === '/attach') {
         const customer = params.get('customer') ?? '';
         if (!fake.customers.includes(customer)) return invalid(`No such customer: '${customer}'`, { code: 'resource_missing', param: 'customer' }, 404);
+        const current = methods.get(pmId)!.customer;
+        if (current !== null && current !== customer) return invalid('The payment method you provided has already been attached to a customer.');
         // A test token attaches as a new PaymentMethod, as in Stripe's test mode.
         const attached = pmId in TEST_CARDS ? id('pm') : pmId;
         methods.set(attached, { card: methods.get(pmId)!.card, customer });

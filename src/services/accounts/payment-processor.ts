@@ -15,6 +15,8 @@ export interface ProcessorPaymentMethod {
   exp_year: number | null;
   /** false in test mode. */
   livemode: boolean;
+  /** The processor's customer it is attached to, if any. */
+  customer: string | null;
 }
 
 /** A charge the processor confirmed. */

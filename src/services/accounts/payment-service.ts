@@ -150,7 +150,13 @@ export class PaymentService {
       );
     }
     const customer = await this.customerOf(accountId);
-    const attached = await this.atProcessor(() => this.processor.attachPaymentMethod(verified.id, customer));
+    if (verified.customer !== null && verified.customer !== customer) {
+      // Another customer's card (another account's, say): never taken over.
+      throw accountsError('PAYMENT_METHOD_REJECTED', `The payment processor reports ${verified.id} attached to another customer`, {
+        extra: { processor_code: 'payment_method_attached_elsewhere', decline_code: null },
+      });
+    }
+    const attached = verified.customer === customer ? verified : await this.atProcessor(() => this.processor.attachPaymentMethod(verified.id, customer));
     const { method, previous } = await this.repo.replaceMethod({
       account_id: accountId,
       processor: this.processor.name,

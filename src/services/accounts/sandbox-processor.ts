@@ -44,7 +44,7 @@ export class SandboxProcessor implements PaymentProcessor {
         code: 'resource_missing',
       });
     }
-    return { id: paymentMethodId, brand: card.brand, last4: card.last4, exp_month: 12, exp_year: 2034, livemode: false };
+    return { id: paymentMethodId, brand: card.brand, last4: card.last4, exp_month: 12, exp_year: 2034, livemode: false, customer: null };
   }
 
   async createCustomer(): Promise<string> {

@@ -45,7 +45,7 @@ const charge = (customerId: string, paymentMethodId: string, idempotencyKey: str
 describe('StripeProcessor through the stripe SDK', () => {
   it('retrieves a payment method to verify it, and rejects an unknown one with Stripe’s reason', async () => {
     const p = processor();
-    expect(await p.retrievePaymentMethod('pm_card_visa')).toEqual({ id: 'pm_card_visa', brand: 'visa', last4: '4242', exp_month: 12, exp_year: 2034, livemode: false });
+    expect(await p.retrievePaymentMethod('pm_card_visa')).toEqual({ id: 'pm_card_visa', brand: 'visa', last4: '4242', exp_month: 12, exp_year: 2034, livemode: false, customer: null });
     const e = await failure(p.retrievePaymentMethod('pm_nope'));
     expect(e.failure).toBe('rejected');
     expect(e.details.code).toBe('resource_missing');
@@ -196,6 +196,22 @@ describe('the payment API with the Stripe processor', () => {
     expect((await admin.request('DELETE', `${base}/payment-methods`)).statusCode).toBe(204);
     expect(fake.attachments.get(current)).toBeNull();
     expect((await admin.request('GET', `${base}/payment-methods`)).body).toBe('null');
+  });
+
+  it("refuses to take over another account's attached payment method", async () => {
+    const a = await account('/billing');
+    const b = await account('/control');
+    const attached = await a.admin.request('POST', `${a.base}/payment-methods`, { processor_payment_method_id: 'pm_card_visa', brand: 'visa', last4: '4242' });
+    const pmId = attached.json().processor_payment_method_id as string;
+    const owner = fake.attachments.get(pmId);
+    const stolen = await b.admin.request('POST', `${b.base}/payment-methods`, { processor_payment_method_id: pmId, brand: 'visa', last4: '4242' });
+    expect(stolen.statusCode).toBe(400);
+    expect(stolen.json()).toMatchObject({ code: 'PAYMENT_METHOD_REJECTED', processor_code: 'payment_method_attached_elsewhere' });
+    expect(fake.attachments.get(pmId)).toBe(owner);
+    expect((await b.admin.request('GET', `${b.base}/payment-methods`)).body).toBe('null');
+    // Re-attaching its own method is fine for A.
+    expect((await a.admin.request('POST', `${a.base}/payment-methods`, { processor_payment_method_id: pmId, brand: 'visa', last4: '4242' })).statusCode).toBe(200);
+    expect(fake.attachments.get(pmId)).toBe(owner);
   });
 
   it('answers 502 when Stripe fails and 504 when it hangs, never a success; a retry with the key then charges once', async () => {

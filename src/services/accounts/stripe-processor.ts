@@ -103,7 +103,7 @@ function methodOf(pm: Stripe.PaymentMethod): ProcessorPaymentMethod {
   if (pm.type !== 'card' || !pm.card) {
     throw new ProcessorError('rejected', `Payment method ${pm.id} is a ${pm.type}, not a card`, { code: 'unsupported_payment_method_type' });
   }
-  return { id: pm.id, brand: pm.card.brand, last4: pm.card.last4, exp_month: pm.card.exp_month, exp_year: pm.card.exp_year, livemode: pm.livemode };
+  return { id: pm.id, brand: pm.card.brand, last4: pm.card.last4, exp_month: pm.card.exp_month, exp_year: pm.card.exp_year, livemode: pm.livemode, customer: typeof pm.customer === 'string' ? pm.customer : (pm.customer?.id ?? null) };
 }
 
 /** Stripe's errors as the processor failures the payment service answers (no SDK detail, no key, leaves here). */
