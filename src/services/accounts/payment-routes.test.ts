@@ -211,6 +211,15 @@ describe.each(PREFIXES)('payments on %s', (prefix) => {
     expect(badKey.json().detail[0].loc).toEqual(['header', 'idempotency-key']);
   });
 
+  it('charges once for concurrent POSTs with one Idempotency-Key', async () => {
+    const { admin, base } = await setup(prefix);
+    await admin.request('POST', `${base}/payment-methods`, VISA);
+    const answers = await Promise.all([1, 2, 3].map(() => pay(admin, base, { amount: 4200 }, 'burst')));
+    expect(answers.map((a) => a.statusCode)).toEqual([201, 201, 201]);
+    expect(new Set(answers.map((a) => a.json().processor_payment_id)).size).toBe(1);
+    expect((await admin.request('GET', `${base}/payments`)).json()).toHaveLength(1);
+  });
+
   it('keeps Idempotency-Keys per account', async () => {
     const a = await setup(prefix);
     const b = await setup(prefix);
@@ -222,5 +231,28 @@ describe.each(PREFIXES)('payments on %s', (prefix) => {
     expect(pb.headers['idempotent-replayed']).toBeUndefined();
     const res = await pay(a.outsider, a.base, { amount: 100 }, 'shared-key');
     expect(res.statusCode).toBe(403);
+  });
+});
+
+describe('the payment event hook', () => {
+  it('is told nothing on replays, and a hook that throws changes no answer', async () => {
+    const seen: string[] = [];
+    const other = await createTestApp({
+      onPaymentEvent: (event) => {
+        seen.push(event.type);
+        throw new Error('feed is down');
+      },
+    });
+    try {
+      const admin = await signIn(other.app, other.adminToken, 'hook-admin');
+      const base = `/billing/v1/accounts/${(await admin.request('POST', '/billing/v1/accounts', { name: 'Hook' })).json().account_id}`;
+      await admin.request('POST', `${base}/payment-methods`, VISA);
+      const req = () => other.app.inject({ method: 'POST', url: `${base}/payments`, headers: { authorization: `Bearer ${admin.token}`, 'idempotency-key': 'k1' }, payload: { amount: 100 } });
+      expect((await req()).statusCode).toBe(201);
+      expect((await req()).statusCode).toBe(201);
+      expect(seen).toEqual(['payment.succeeded']);
+    } finally {
+      await other.close();
+    }
   });
 });
