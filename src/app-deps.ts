@@ -6,6 +6,7 @@ import { PublicUrl } from './core/http/index.ts';
 import type { Logger } from './core/logger.ts';
 import { Ingestor, RowReader, SqlAnalyzer } from './core/engine/index.ts';
 import { createBlobStore } from './core/storage/index.ts';
+import { createPaymentProcessor } from './services/accounts/index.ts';
 
 /**
  * What the caller settles itself: the database (opened and migrated) and the admin token (main.ts
@@ -29,6 +30,7 @@ export async function createAppDeps(config: Config, provided: ProvidedDeps, log:
     ingestor: provided.ingestor ?? (await Ingestor.create({ tempDirectory: path.join(tmp, 'duckdb') })),
     reader: provided.reader ?? (await RowReader.create({ tempDirectory: path.join(tmp, 'duckdb-read'), scratchDirectory: path.join(tmp, 'read-out') })),
     scratchDir: path.join(tmp, 'scratch'),
+    payments: provided.payments ?? createPaymentProcessor(config.payments),
     analyzer: provided.analyzer ?? (await SqlAnalyzer.create()),
     dns: { servers: config.dnsServers, timeoutMs: config.dnsTimeoutMs, tries: config.dnsTries },
     jobs: {

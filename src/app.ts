@@ -11,7 +11,7 @@ import { clientErrorHandler, frameworkErrors, registerErrorHandling } from './co
 import { mountApi, registerInputGuards, requestIdOptions, type AdminToken, type PublicUrl, type ServiceModule } from './core/http/index.ts';
 import type { Ingestor, RowReader, SqlAnalyzer } from './core/engine/index.ts';
 import type { BlobStore } from './core/storage/index.ts';
-import { catalogNamespaces, createAccountsService, dnsTxtResolver, openAccountRecords, type AccountService, type DnsOptions, type DomainService, type WorkspaceService } from './services/accounts/index.ts';
+import { catalogNamespaces, createAccountsService, dnsTxtResolver, openAccountRecords, type AccountService, type DnsOptions, type DomainService, type PaymentEventHook, type PaymentProcessor, type WorkspaceService } from './services/accounts/index.ts';
 import { createAuthService, type AuthService } from './services/auth/index.ts';
 import { createPolicyService, PolicyStore, type PolicyService } from './services/policy/index.ts';
 import { createJobsService, type ExternalReadOptions, type JobsService, type ResultPolicy, type WorkerPool } from './services/jobs/index.ts';
@@ -34,6 +34,10 @@ export interface AppDeps {
   analyzer: SqlAnalyzer;
   /** Domain verification's TXT lookups (LAKEPORT_DNS_*); absent: the system's resolvers, 2 s, 2 tries. */
   dns?: DnsOptions;
+  /** The payment processor (LAKEPORT_PAYMENTS_PROCESSOR; default: the test-mode sandbox). */
+  payments?: PaymentProcessor;
+  /** Told of each settled payment (for the notification feed). */
+  onPaymentEvent?: PaymentEventHook;
   jobs: {
     timeoutMs: number;
     workers: number;
@@ -198,6 +202,8 @@ async function createServices(deps: AppDeps, log: FastifyBaseLogger) {
     log: log.child({ module: 'accounts' }),
     db: deps.db,
     domains: { resolveTxt: dnsTxtResolver(deps.dns) },
+    payments: deps.payments,
+    onPaymentEvent: deps.onPaymentEvent,
   });
   const upload = createUploadService({
     db: deps.db,

@@ -34,6 +34,25 @@ describe('loadConfig', () => {
     expect(loadConfig({ LAKEPORT_EXTERNAL_READ_MAX_BYTES: '' }).externalReadMaxBytes).toBe(1024 ** 3);
   });
 
+  it('reads the payment processor settings (sandbox unless told; stripe needs its key, never echoed)', () => {
+    expect(loadConfig({}).payments).toEqual({ processor: 'sandbox', stripe: { secretKey: undefined, apiBase: 'https://api.stripe.com', timeoutMs: 20_000 } });
+    const stripe = loadConfig({
+      LAKEPORT_PAYMENTS_PROCESSOR: 'stripe',
+      LAKEPORT_STRIPE_SECRET_KEY: 'sk_test_abc123',
+      LAKEPORT_STRIPE_API_BASE: 'http://127.0.0.1:12111',
+      LAKEPORT_STRIPE_TIMEOUT_MS: '500',
+    });
+    expect(stripe.payments).toEqual({ processor: 'stripe', stripe: { secretKey: 'sk_test_abc123', apiBase: 'http://127.0.0.1:12111', timeoutMs: 500 } });
+    expect(() => loadConfig({ LAKEPORT_PAYMENTS_PROCESSOR: 'stripe' })).toThrow(/LAKEPORT_STRIPE_SECRET_KEY: required/);
+    expect(() => loadConfig({ LAKEPORT_PAYMENTS_PROCESSOR: 'paypal' })).toThrow(ConfigError);
+    expect(() => loadConfig({ LAKEPORT_STRIPE_SECRET_KEY: 'pk_test_secretvalue99' })).toThrow(ConfigError);
+    try {
+      loadConfig({ LAKEPORT_STRIPE_SECRET_KEY: 'sk_test_has spaces_secretvalue99' });
+    } catch (error) {
+      expect((error as Error).message).not.toContain('secretvalue99');
+    }
+  });
+
   it('reads LAKEPORT_TRUST_PROXY (the source address that throttling counts by)', () => {
     expect(loadConfig({}).trustProxy).toBe(false);
     expect(loadConfig({ LAKEPORT_TRUST_PROXY: 'false' }).trustProxy).toBe(false);

@@ -62,6 +62,10 @@ const EnvSchema = z.object({
   }),
   LAKEPORT_DNS_TIMEOUT_MS: z.coerce.number().int().min(50).max(60_000).default(2000),
   LAKEPORT_DNS_TRIES: z.coerce.number().int().min(1).max(10).default(2),
+  LAKEPORT_PAYMENTS_PROCESSOR: z.enum(['sandbox', 'stripe']).default('sandbox'),
+  LAKEPORT_STRIPE_SECRET_KEY: optionalString.pipe(z.string().regex(/^(sk|rk)_(test|live)_[A-Za-z0-9]+$/, 'a Stripe secret key (sk_test_… or sk_live_…)').optional()),
+  LAKEPORT_STRIPE_API_BASE: optionalString.pipe(z.url({ protocol: /^https?$/ }).optional()),
+  LAKEPORT_STRIPE_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(20_000),
   LAKEPORT_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   LAKEPORT_TRUST_PROXY: optionalString.superRefine((v, ctx) => {
     if (v === undefined || /^(true|false)$/i.test(v)) return;
@@ -126,6 +130,14 @@ export interface Config {
   readonly dnsServers: string[] | undefined;
   readonly dnsTimeoutMs: number;
   readonly dnsTries: number;
+  /**
+   * Payments (docs/payments.md): `sandbox` (test mode, the default) or `stripe` with its secret key,
+   * API base URL (default https://api.stripe.com) and per-request time limit.
+   */
+  readonly payments: {
+    readonly processor: 'sandbox' | 'stripe';
+    readonly stripe: { readonly secretKey: string | undefined; readonly apiBase: string; readonly timeoutMs: number };
+  };
 }
 
 export class ConfigError extends Error {}
@@ -155,6 +167,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     throw new ConfigError(`invalid configuration: ${lines.join('; ')}`);
   }
   const e = parsed.data;
+  if (e.LAKEPORT_PAYMENTS_PROCESSOR === 'stripe' && e.LAKEPORT_STRIPE_SECRET_KEY === undefined) {
+    throw new ConfigError('invalid configuration: LAKEPORT_STRIPE_SECRET_KEY: required when LAKEPORT_PAYMENTS_PROCESSOR=stripe');
+  }
   return Object.freeze({
     host: e.HOST,
     port: e.PORT,
@@ -189,5 +204,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     dnsServers: e.LAKEPORT_DNS_SERVERS === undefined ? undefined : splitList(e.LAKEPORT_DNS_SERVERS),
     dnsTimeoutMs: e.LAKEPORT_DNS_TIMEOUT_MS,
     dnsTries: e.LAKEPORT_DNS_TRIES,
+    payments: {
+      processor: e.LAKEPORT_PAYMENTS_PROCESSOR,
+      stripe: {
+        secretKey: e.LAKEPORT_STRIPE_SECRET_KEY,
+        apiBase: e.LAKEPORT_STRIPE_API_BASE ?? 'https://api.stripe.com',
+        timeoutMs: e.LAKEPORT_STRIPE_TIMEOUT_MS,
+      },
+    },
   });
 }

@@ -886,6 +886,295 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/control/v1/accounts/{account_id}/payment-methods": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The account's payment method, or null when none is attached (active member) */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    account_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["PaymentMethod"] | null;
+                    };
+                };
+                /** @description The request is invalid: one entry per problem, with its location */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["HTTPValidationError"];
+                    };
+                };
+                /** @description Refused: not authenticated, not allowed, not found, in conflict… */
+                "4XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Server error */
+                "5XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        /** Attach a payment method, verified with the processor; replaces (and detaches) the previous one (billing_admin) */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    account_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": components["schemas"]["AttachPaymentMethodRequestInput"];
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["PaymentMethod"];
+                    };
+                };
+                /** @description The request is invalid: one entry per problem, with its location */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["HTTPValidationError"];
+                    };
+                };
+                /** @description Refused: not authenticated, not allowed, not found, in conflict… */
+                "4XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Server error */
+                "5XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        /** Detach the payment method at the processor (billing_admin); 204 also when none is attached */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    account_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                204: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description The request is invalid: one entry per problem, with its location */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["HTTPValidationError"];
+                    };
+                };
+                /** @description Refused: not authenticated, not allowed, not found, in conflict… */
+                "4XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Server error */
+                "5XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/control/v1/accounts/{account_id}/payments": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The account's payments, newest first (billing_admin) */
+        get: {
+            parameters: {
+                query?: {
+                    /** @description At most this many, newest first */
+                    limit?: number;
+                };
+                header?: never;
+                path: {
+                    account_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Payment"][];
+                    };
+                };
+                /** @description The request is invalid: one entry per problem, with its location */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["HTTPValidationError"];
+                    };
+                };
+                /** @description Refused: not authenticated, not allowed, not found, in conflict… */
+                "4XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Server error */
+                "5XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        /** Charge the attached payment method, confirmed synchronously (billing_admin); Idempotency-Key makes retries safe */
+        post: {
+            parameters: {
+                query?: never;
+                header?: {
+                    /** @description A retry with the same key answers the first outcome instead of charging again */
+                    "idempotency-key"?: string;
+                };
+                path: {
+                    account_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": components["schemas"]["CreatePaymentRequestInput"];
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Payment"];
+                    };
+                };
+                /** @description The request is invalid: one entry per problem, with its location */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["HTTPValidationError"];
+                    };
+                };
+                /** @description Refused: not authenticated, not allowed, not found, in conflict… */
+                "4XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Server error */
+                "5XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/control/v1/workspaces/{name}": {
         parameters: {
             query?: never;
@@ -1586,6 +1875,24 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        AttachPaymentMethodRequestInput: {
+            /** @description The processor's payment method id (Stripe: pm_…); sandbox: one of its test ids */
+            processor_payment_method_id: string;
+            /** @description Card brand as shown to the user (checked against the processor) */
+            brand: string;
+            /** @description Last four digits (checked against the processor) */
+            last4: string;
+        };
+        CreatePaymentRequestInput: {
+            /** @description In the currency's smallest unit: cents for usd (1000 = $10.00), yen for jpy (1000 = ¥1000) */
+            amount: number;
+            /**
+             * @description ISO 4217 code, any case (answered in lower case)
+             * @default usd
+             */
+            currency: string;
+            description?: string | null;
+        };
         ErrorBody: {
             detail: string;
             /** @description A stable error code, e.g. NOT_FOUND or JOB_NOT_FOUND */
@@ -1599,6 +1906,47 @@ export interface components {
                 msg: string;
                 type: string;
             }[];
+        };
+        Payment: {
+            payment_id: string;
+            account_id: string;
+            processor: string;
+            /** @description Stripe: the PaymentIntent (pi_…) */
+            processor_payment_id: string | null;
+            processor_payment_method_id: string;
+            amount: number;
+            currency: string;
+            description: string | null;
+            /**
+             * @description pending: the processor has not (yet) answered; retry with the same Idempotency-Key
+             * @enum {string}
+             */
+            status: "pending" | "succeeded" | "failed";
+            /** @description The Lakeport error code a failure was answered with */
+            error_code: string | null;
+            /** @description The processor's error code (card_declined, …) */
+            failure_code: string | null;
+            decline_code: string | null;
+            failure_message: string | null;
+            livemode: boolean | null;
+            idempotency_key: string | null;
+            created_by: string;
+            created_at: string;
+            updated_at: string;
+        };
+        PaymentMethod: {
+            account_id: string;
+            /** @description sandbox or stripe */
+            processor: string;
+            processor_payment_method_id: string;
+            brand: string;
+            last4: string;
+            exp_month: number | null;
+            exp_year: number | null;
+            /** @description false in test mode (always, for the sandbox) */
+            livemode: boolean;
+            attached_by: string;
+            attached_at: string;
         };
     };
     responses: never;

@@ -30,6 +30,9 @@ export type ManagementAction =
   | 'domain.claim'
   | 'domain.release'
   | 'domain.verify'
+  | 'payment_method.attach'
+  | 'payment_method.detach'
+  | 'payment.create'
   // workspace level: pairs covering `<ws>.*` with owner (or unnarrowed)
   | 'workspace.delete'
   // credentials of the caller's own identity
@@ -58,6 +61,9 @@ const ACCOUNT_LEVEL: ReadonlySet<ManagementAction> = new Set([
   'domain.claim',
   'domain.release',
   'domain.verify',
+  'payment_method.attach',
+  'payment_method.detach',
+  'payment.create',
 ]);
 
 const DESCRIBE: Record<ManagementAction, string> = {
@@ -72,6 +78,9 @@ const DESCRIBE: Record<ManagementAction, string> = {
   'domain.claim': "claim the account's domains",
   'domain.release': "release the account's domains",
   'domain.verify': "verify the account's domains",
+  'payment_method.attach': "attach an account's payment method",
+  'payment_method.detach': "detach an account's payment method",
+  'payment.create': 'make payments',
   'workspace.delete': 'delete a workspace',
   'credential.create': 'create credentials',
   'credential.read': "see the identity's other credentials",

@@ -9,6 +9,10 @@ import { AccountService } from './account-service.ts';
 import type { TxtResolver } from './dns-txt.ts';
 import { domainRoutes } from './domain-routes.ts';
 import { DomainService, type DomainServiceDeps } from './domain-service.ts';
+import type { PaymentProcessor } from './payment-processor.ts';
+import { paymentRoutes } from './payment-routes.ts';
+import { PaymentService, type PaymentEventHook } from './payment-service.ts';
+import { SandboxProcessor } from './sandbox-processor.ts';
 import { WorkspaceRepo } from './workspace-repo.ts';
 import type { WorkspaceDirectory } from './workspace-directory.ts';
 import { workspaceRoutes } from './workspace-routes.ts';
@@ -19,6 +23,9 @@ export { WorkspaceRepo } from './workspace-repo.ts';
 export { WorkspaceService, GRACE_MS, type Guards, type NamespacePort, type GenesisPort, type PolicyPurgePort, type LakeFiles } from './workspace-service.ts';
 export { DomainService, type DomainVerifiedEvent } from './domain-service.ts';
 export { dnsTxtResolver, DEFAULT_DNS, type DnsOptions, type TxtResolver } from './dns-txt.ts';
+export { createPaymentProcessor, type PaymentsConfig } from './payment-config.ts';
+export type { PaymentProcessor } from './payment-processor.ts';
+export type { PaymentEvent, PaymentEventHook } from './payment-service.ts';
 export { assertLive, requireLiveWorkspace, type WorkspaceDirectory, type WorkspaceEntry } from './workspace-directory.ts';
 
 /** The catalog as the account service sees a workspace's namespace. */
@@ -37,7 +44,7 @@ export function catalogNamespaces(catalog: Catalog): NamespacePort {
  */
 export function openAccountRecords(db: Db) {
   const records = new WorkspaceRepo(db);
-  return { accounts: new AccountService(db), records, directory: records as WorkspaceDirectory };
+  return { db, accounts: new AccountService(db), records, directory: records as WorkspaceDirectory };
 }
 
 export type AccountRecords = ReturnType<typeof openAccountRecords>;
@@ -56,6 +63,10 @@ export interface AccountsOptions extends AccountRecords {
   db: Db;
   /** Domain verification: the TXT lookup (real DNS), and an optional hook called when a domain becomes verified. */
   domains: { resolveTxt: TxtResolver; onVerified?: DomainServiceDeps['onVerified'] };
+  /** The payment processor (default: the test-mode sandbox). */
+  payments?: PaymentProcessor;
+  /** Told of each settled payment (the notification feed). */
+  onPaymentEvent?: PaymentEventHook;
 }
 
 /**
@@ -75,11 +86,20 @@ export function createAccountsService(options: AccountsOptions) {
     log: options.log,
   });
   const domains = new DomainService({ db: options.db, accounts, ...options.domains, log });
+  const payments = new PaymentService({
+    db: options.db,
+    accounts,
+    processor: options.payments ?? new SandboxProcessor(),
+    log: log.child({ module: 'payments' }),
+    onEvent: options.onPaymentEvent,
+  });
   const common = accountRoutes({ accounts, verifier: options.verifier });
+  const paymentApi = paymentRoutes({ payments, verifier: options.verifier });
   const routesFor =
     (flavor: 'billing' | 'control'): FastifyPluginAsync =>
     async (app) => {
       await app.register(common);
+      await app.register(paymentApi);
       await app.register(workspaceRoutes({ workspaces, verifier: options.verifier }, flavor));
       if (flavor === 'control') await app.register(domainRoutes({ domains, verifier: options.verifier }));
     };
@@ -87,6 +107,7 @@ export function createAccountsService(options: AccountsOptions) {
     accounts,
     workspaces,
     domains,
+    payments,
     records,
     directory,
     apis: [
