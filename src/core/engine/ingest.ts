@@ -474,11 +474,18 @@ export class Ingestor {
           destination,
         };
         let converted: ConvertedFile;
-        if (tolerant) {
-          const result = await this.convertTolerantOn(engine, { ...convertInput, onError: tolerant, maxRejects });
+        // Under null/skip a chunk takes the fast path too; only a chunk with a value it refuses is
+        // converted again, the tolerant way (a clean upload costs what it costs under fail).
+        const fast = await this.convertOn(engine, convertInput).catch((error: unknown) => {
+          if (tolerant && error instanceof ValueNotStorableError) return undefined;
+          throw error;
+        });
+        if (fast) converted = fast;
+        else {
+          const result = await this.convertTolerantOn(engine, { ...convertInput, onError: tolerant!, maxRejects });
           rejected.add(chunk.index, result.rowsRejected, result.valuesNulled, result.rejects);
           converted = result;
-        } else converted = await this.convertOn(engine, convertInput);
+        }
         checked ??= converted.fileColumns;
         parts[chunk.index] = { path: destination, ...converted };
       } catch (error) {

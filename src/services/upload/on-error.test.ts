@@ -222,8 +222,13 @@ describe('on_error null and skip', () => {
         [250, 252, 'bad250'],
         [299, 301, 'bad299'],
       ]);
+      // Capped, the list keeps the file's first values whichever chunk finished first.
+      t.app.lakeport.uploads.setLimits({ maxRejects: 2 });
+      const capped = await write(alice, c.contract_id, 'big.csv', `${lines.join('\n')}\n`);
+      expect(capped.json().written[0]).toMatchObject({ rows: 296, rows_rejected: 4 });
+      expect(parseCsv((await rejects(alice, c.contract_id)).body).slice(1).map((x) => Number(x[1]))).toEqual([7, 120]);
     } finally {
-      t.app.lakeport.uploads.setLimits({ chunkBytes: 64 * 1024 * 1024 });
+      t.app.lakeport.uploads.setLimits({ chunkBytes: 64 * 1024 * 1024, maxRejects: 100_000 });
     }
   });
 
@@ -245,6 +250,52 @@ describe('on_error null and skip', () => {
     const p = (await t.deps.blobs.localPath(keys[0])).replace(/'/g, "''");
     const out = (await db.runAndReadAll(`SELECT count(*) FILTER (WHERE id <= lag) AS disorder FROM (SELECT id, lag(id) OVER () AS lag FROM read_parquet('${p}'))`)).getRowObjectsJson();
     expect(out).toEqual([{ disorder: '0' }]);
+  });
+
+  it("null honours the dialect's date format and the IPv4 check", async () => {
+    const c = await contractOf(
+      alice,
+      { destination: 'sales.c.nullfmt', schema: { mode: 'declared', columns: [{ name: 'id', type: 'BIGINT' }, { name: 'day', type: 'DATE' }, { name: 'ip', type: 'IPV4' }] }, format: { date_format: '%d/%m/%Y' }, on_error: 'null' },
+      [{ name: 'f.csv', content: 'id,day,ip\n1,31/12/2024,10.0.0.1\n' }],
+    );
+    const w = await write(alice, c.contract_id, 'f.csv', 'id,day,ip\n1,31/12/2024,10.0.0.1\n2,2024-12-31,300.1.1.1\n');
+    expect(w.statusCode, w.body).toBe(200);
+    expect(w.json().written[0]).toMatchObject({ rows: 2, rows_rejected: 0, values_nulled: 2 });
+    const rows = parseCsv((await rejects(alice, c.contract_id)).body).slice(1);
+    expect(rows.map((x) => [x[1], x[3], x[4], x[5]])).toEqual([
+      ['2', 'day', '2024-12-31', '"2024-12-31" is not a valid DATE'],
+      ['2', 'ip', '300.1.1.1', '"300.1.1.1" is not an IPv4 address'],
+    ]);
+  });
+
+  it('keeps the first maxRejects values (the counts stay exact); a rewrite replaces the rejects file; DELETE after commit removes it', async () => {
+    t.app.lakeport.uploads.setLimits({ maxRejects: 2 });
+    try {
+      const c = await contractOf(alice, declared('capped', { on_error: 'null' }), SAMPLE);
+      const body = `id,qty,day\n${Array.from({ length: 10 }, (_, i) => `${i + 1},q${i + 1},2024-01-01`).join('\n')}\n`;
+      const first = await write(alice, c.contract_id, 'o.csv', body);
+      expect(first.json().written[0]).toMatchObject({ rows: 10, values_nulled: 10 });
+      const listed = parseCsv((await rejects(alice, c.contract_id)).body).slice(1);
+      expect(listed.map((x) => x[4])).toEqual(['q1', 'q2']);
+      const files = async () => {
+        const keys: string[] = [];
+        for await (const blob of t.deps.blobs.list(`lake/_staging/${c.contract_id}/`)) if (blob.key.endsWith('-rejects.csv')) keys.push(blob.key);
+        return keys;
+      };
+      const [before] = await files();
+      expect((await write(alice, c.contract_id, 'o.csv', 'id,qty,day\n1,zz,2024-01-01\n')).json().written[0]).toMatchObject({ values_nulled: 1 });
+      const after = await files();
+      expect(after).toHaveLength(1);
+      expect(after[0]).not.toBe(before);
+      expect(parseCsv((await rejects(alice, c.contract_id)).body).slice(1).map((x) => x[4])).toEqual(['zz']);
+      expect((await commit(alice, c.contract_id)).statusCode).toBe(200);
+      expect(await files()).toHaveLength(1); // kept after the commit
+      expect((await alice.request('DELETE', `/upload/v2/contracts/${c.contract_id}`)).statusCode).toBe(204);
+      expect(await files()).toEqual([]);
+      expect(await datasetRows('capped')).toEqual([{ id: '1', qty: null, day: '2024-01-01' }]); // the dataset's files stay
+    } finally {
+      t.app.lakeport.uploads.setLimits({ maxRejects: 100_000 });
+    }
   });
 
   it('JSONL under skip', async () => {
