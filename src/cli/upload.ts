@@ -18,6 +18,7 @@ import {
   type DeclaredColumn,
   type FileFormat,
   type FormatOptions,
+  type OnErrorPolicy,
   type PatchContractBody,
   type SchemaMode,
   type WriteResult,
@@ -39,11 +40,19 @@ export interface UploadIO {
 export const UPLOAD_USAGE = usage(['upload']);
 
 const MODES: readonly SchemaMode[] = ['auto', 'infer', 'declared', 'dataset'];
+const ON_ERROR: readonly OnErrorPolicy[] = ['fail', 'null', 'skip'];
 const DESTINATION = /^[A-Za-z0-9_]+\.[A-Za-z0-9_]+\.[A-Za-z0-9_]+$/;
 
 class UsageError extends Error {}
-/** A failure whose one-line message is already final. */
-class Failure extends Error {}
+/** A failure whose one-line message is already final; `hints` are printed below it, one a line. */
+class Failure extends Error {
+  constructor(
+    message: string,
+    readonly hints: string[] = [],
+  ) {
+    super(message);
+  }
+}
 
 function defaultIO(): UploadIO {
   return {
@@ -67,6 +76,10 @@ interface Options {
   columns: DeclaredColumn[];
   ignore: string[];
   sampleBytes?: number;
+  /** What the server does with a value the contract cannot store (default: the server's, fail). */
+  onError?: OnErrorPolicy;
+  /** Where to save the rejected values (on_error null/skip) after the commit. */
+  rejects?: string;
 }
 
 function parseOptions(args: string[]): Options | 'help' {
@@ -87,6 +100,8 @@ function parseOptions(args: string[]): Options | 'help' {
         column: { type: 'string', multiple: true, default: [] },
         ignore: { type: 'string', multiple: true, default: [] },
         'sample-bytes': { type: 'string' },
+        'on-error': { type: 'string' },
+        rejects: { type: 'string' },
         help: { type: 'boolean', short: 'h', default: false },
       },
     });
@@ -129,7 +144,24 @@ function parseOptions(args: string[]): Options | 'help' {
     sampleBytes = Number(values['sample-bytes']);
     if (!Number.isSafeInteger(sampleBytes) || sampleBytes < 1) throw new UsageError(`--sample-bytes must be a positive whole number, got ${JSON.stringify(values['sample-bytes'])}`);
   }
-  return { files: positionals, destination: values.to, mode, accept: values.accept, replace: values.replace, message: values.message, format, delimiter, columns, ignore, sampleBytes };
+  const onError = values['on-error']?.toLowerCase() as OnErrorPolicy | undefined;
+  if (onError !== undefined && !ON_ERROR.includes(onError)) throw new UsageError(`--on-error must be one of ${ON_ERROR.join(', ')}, got ${JSON.stringify(values['on-error'])}`);
+  if (values.rejects !== undefined && !values.rejects.trim()) throw new UsageError('--rejects needs a file name');
+  return {
+    files: positionals,
+    destination: values.to,
+    mode,
+    accept: values.accept,
+    replace: values.replace,
+    message: values.message,
+    format,
+    delimiter,
+    columns,
+    ignore,
+    sampleBytes,
+    onError,
+    rejects: values.rejects,
+  };
 }
 
 /** Runs `lakeport upload`; returns the exit code (0 success, 1 failure, 2 usage). */
@@ -153,6 +185,7 @@ export async function uploadCommand(args: string[], io: UploadIO = defaultIO()):
     return 0;
   } catch (error) {
     fail(describeError(error));
+    if (error instanceof Failure) for (const hint of error.hints) io.stderr.write(`  ${hint}\n`);
     return 1;
   }
 }
@@ -175,6 +208,7 @@ async function runUpload(options: Options, io: UploadIO): Promise<void> {
     files: options.files,
     sampleBytes: options.sampleBytes,
     ...(options.replace ? { commitMode: 'replace' as const } : {}),
+    ...(options.onError ? { onError: options.onError } : {}),
   });
   let commitStarted = false;
   try {
@@ -223,11 +257,11 @@ async function runUpload(options: Options, io: UploadIO): Promise<void> {
         });
       } catch (error) {
         progress.abort();
-        if (error instanceof LakeportApiError && error.code === 'VALUE_NOT_STORABLE') throw new Failure(describeRefusedValue(error, name, contract));
+        if (error instanceof LakeportApiError && error.code === 'VALUE_NOT_STORABLE') throw new Failure(describeRefusedValue(error, name, contract), refusedValueHints(error));
         throw error;
       }
       const entry = [...result.written].reverse().find((w) => w.file === name);
-      progress.finish(entry?.rows);
+      progress.finish(entry?.rows, entry ? rejectedText(entry) : '');
     }
 
     commitStarted = true;
@@ -245,6 +279,16 @@ async function runUpload(options: Options, io: UploadIO): Promise<void> {
     const dataset = typeof committed.dataset === 'string' && committed.dataset ? committed.dataset : contract.destination;
     const replaced = committed.commit_mode === 'replace' ? ` (replace: the previous snapshot's ${committed.rows_replaced ?? 0} rows are no longer current)` : '';
     io.stdout.write(`snapshot ${committed.snapshot.snapshot_id}: ${committed.rows_written} rows written to ${dataset}${replaced}\n`);
+    // Never silent: what the on_error policy did not store is said, and where to get it.
+    const rejected = rejectedText(committed);
+    if (rejected) {
+      let where = `the rejected values: GET ${client.url}${committed.rejects_url ?? `/upload/v2/contracts/${contract.contract_id}/rejects`} (or rerun with --rejects FILE)`;
+      if (options.rejects) {
+        await client.downloadRejects(contract.contract_id, options.rejects);
+        where = `the rejected values are in ${options.rejects}`;
+      }
+      io.stdout.write(`on_error ${contract.on_error}:${rejected.slice(1)}; ${where}\n`);
+    }
   } finally {
     // An upload that stops before its commit leaves nothing behind: abandon the contract (best effort).
     if (!commitStarted) {
@@ -261,7 +305,31 @@ function describeRefusedValue(error: LakeportApiError, fileName: string, contrac
   const body = (error.body ?? {}) as { reason?: unknown };
   const reason = typeof body.reason === 'string' ? body.reason : undefined;
   const detail = reason ?? (typeof error.detail === 'string' ? error.detail : error.message);
-  return `${error.file ?? fileName}: value ${formatValue(error.value)} in column ${column}, row ${error.row ?? '?'} cannot be stored as ${type}: ${detail}`;
+  const line = error.line ?? error.row;
+  const where = error.record !== undefined ? `record ${error.record}${line === undefined ? '' : ` (line ${line})`}` : `row ${error.row ?? '?'}`;
+  return `${error.file ?? fileName}: value ${formatValue(error.value)} in column ${column}, ${where} cannot be stored as ${type}: ${detail}`;
+}
+
+/** The server's fixes for a refused value, as the flags that apply them. */
+function refusedValueHints(error: LakeportApiError): string[] {
+  const fix = error.fix;
+  if (!fix) return [];
+  const ways: [string, string][] = [];
+  if (fix.retype) ways.push([fix.retype.cli, `store the column as ${fix.retype.type}`]);
+  for (const flag of fix.on_error?.cli ?? []) ways.push([flag, flag.endsWith('null') ? 'store NULL for such values' : 'leave such records out']);
+  if (ways.length === 0) return fix.dataset ? [fix.dataset] : [];
+  const width = Math.max(...ways.map(([flag]) => flag.length));
+  return ['to store the file, rerun with one of:', ...ways.map(([flag, what]) => `  ${flag.padEnd(width)}  (${what})`), ...(fix.dataset ? [`or: ${fix.dataset}`] : [])];
+}
+
+/** ", 3 records skipped, 2 values stored as NULL" (empty when nothing was rejected). */
+function rejectedText(counts: { rows_rejected?: number; values_nulled?: number }): string {
+  const parts: string[] = [];
+  const skipped = counts.rows_rejected ?? 0;
+  const nulled = counts.values_nulled ?? 0;
+  if (skipped > 0) parts.push(`${skipped} record${skipped === 1 ? '' : 's'} skipped`);
+  if (nulled > 0) parts.push(`${nulled} value${nulled === 1 ? '' : 's'} stored as NULL`);
+  return parts.map((p) => `, ${p}`).join('');
 }
 
 function formatValue(value: unknown): string {
@@ -305,7 +373,8 @@ export function formatTable(header: string[], rows: string[][]): string {
 function printContract(out: NodeJS.WritableStream, contract: Contract): void {
   const requested = contract.requested_mode && contract.requested_mode !== contract.mode ? `, requested ${contract.requested_mode}` : '';
   const replace = contract.commit_mode === 'replace' ? ', commit replaces the dataset' : '';
-  out.write(`contract ${contract.contract_id} for ${contract.destination}: ${contract.state} (mode ${contract.mode}${requested}${replace})\n`);
+  const onError = contract.on_error && contract.on_error !== 'fail' ? `, on_error ${contract.on_error}` : '';
+  out.write(`contract ${contract.contract_id} for ${contract.destination}: ${contract.state} (mode ${contract.mode}${requested}${replace}${onError})\n`);
   for (const line of dialectLines(contract)) out.write(`${line}\n`);
   out.write('\n');
   out.write(
@@ -396,9 +465,9 @@ class Progress {
     this.#draw();
   }
 
-  finish(rows: number | undefined): void {
+  finish(rows: number | undefined, rejected = ''): void {
     const seconds = (performance.now() - this.#started) / 1000;
-    const suffix = rows === undefined ? '' : `, ${rows} rows`;
+    const suffix = rows === undefined ? '' : `, ${rows} rows${rejected}`;
     if (this.#io.isTTY) {
       this.#sent = this.#total;
       this.#draw(suffix);

@@ -61,6 +61,10 @@ ${CLIENT_ENVIRONMENT}`,
                            append " NOT NULL" to the type to declare it non-nullable
   --ignore NAME            leave a column out of the upload; repeatable
   --sample-bytes N         largest text sample per file (default 1048576)
+  --on-error POLICY        a value the schema cannot store: fail (default) refuses the file,
+                           null stores NULL (a record whose NOT NULL column would be NULL is
+                           skipped), skip leaves the record out; both are counted and printed
+  --rejects FILE           save the values null/skip did not store (CSV) after the commit
 
 ${CLIENT_ENVIRONMENT}`,
   },

@@ -14,6 +14,8 @@ export {
   type LakeportClientOptions,
   type NegotiateFile,
   type NegotiateInput,
+  type OnErrorPolicy,
+  type ValueFix,
   type PatchContractBody,
   type PlanAction,
   type PlanEntry,

@@ -33,6 +33,8 @@ export type SchemaMode = NonNullable<NonNullable<ContractRequest['schema']>['mod
 export type DeclaredColumn = NonNullable<NonNullable<ContractRequest['schema']>['columns']>[number];
 export type FormatOptions = NonNullable<ContractRequest['format']>;
 export type CommitMode = NonNullable<ContractRequest['commit_mode']>;
+/** What a write does with a value the contract cannot store: `fail` (the server's default), `null` or `skip`. */
+export type OnErrorPolicy = NonNullable<ContractRequest['on_error']>;
 export type PatchContractBody = UploadApi.paths['/upload/v2/contracts/{contract_id}']['patch']['requestBody']['content']['application/json'];
 
 export type Contract = UploadSchemas['Contract'];
@@ -82,6 +84,8 @@ export interface NegotiateInput {
   sampleBytes?: number;
   /** `append` (the server's default) or `replace`: the commit's snapshot holds only this upload. */
   commitMode?: CommitMode;
+  /** `fail` (the server's default), `null` (store NULL) or `skip` (leave the record out) for a value the contract cannot store. */
+  onError?: OnErrorPolicy;
 }
 
 export interface WriteFileOptions {
@@ -118,15 +122,29 @@ export interface LakeportClientOptions {
 
 export type ValidationIssue = UploadSchemas['HTTPValidationError']['detail'][number];
 
+/** `fix` of a 409 VALUE_NOT_STORABLE. */
+export interface ValueFix {
+  /** Infer and declared modes: a type that stores the value, as a `lakeport upload` flag and a PATCH body. */
+  retype?: { type: string; cli: string; patch: PatchContractBody };
+  /** The on_error policies that store the file, as flags and PATCH bodies. */
+  on_error?: { cli: string[]; patch: PatchContractBody[] };
+  /** Dataset mode: the dataset declares the type; what to change there. */
+  dataset?: string;
+}
+
 /** An error answer from the server: `{detail, code, …}` (422: `{detail: ValidationIssue[]}`). */
 export class LakeportApiError extends Error {
   override name = 'LakeportApiError';
   readonly status: number;
   readonly code: string;
   readonly detail: string | ValidationIssue[];
-  /** Extra fields of a refused write (`VALUE_NOT_STORABLE`). */
+  /** Extra fields of a refused write (`VALUE_NOT_STORABLE`): `row` is the physical line (also `line`), `record` the data record. */
   readonly column?: string;
   readonly row?: number;
+  readonly record?: number;
+  readonly line?: number;
+  /** The exact ways to store a refused value (`VALUE_NOT_STORABLE`): retype the column, or an on_error policy. */
+  readonly fix?: ValueFix;
   readonly value?: unknown;
   readonly file?: string;
   /** The whole parsed body (or the raw text when it was not JSON). */
@@ -157,6 +175,9 @@ export class LakeportApiError extends Error {
     this.body = body;
     if (typeof record.column === 'string') this.column = record.column;
     if (typeof record.row === 'number') this.row = record.row;
+    if (typeof record.record === 'number') this.record = record.record;
+    if (typeof record.line === 'number') this.line = record.line;
+    if (record.fix !== null && typeof record.fix === 'object') this.fix = record.fix as ValueFix;
     if ('value' in record) this.value = record.value;
     if (typeof record.file === 'string') this.file = record.file;
   }
@@ -300,7 +321,13 @@ export class LakeportClient {
         }),
       });
     }
-    const contract = { destination: input.destination, schema: input.schema, format, ...(input.commitMode ? { commit_mode: input.commitMode } : {}) };
+    const contract = {
+      destination: input.destination,
+      schema: input.schema,
+      format,
+      ...(input.commitMode ? { commit_mode: input.commitMode } : {}),
+      ...(input.onError ? { on_error: input.onError } : {}),
+    };
     const sampleType = contentTypeFor(type);
     return this.#json<Contract>('POST', '/upload/v2/contracts', () => {
       const form = new FormData();
@@ -393,6 +420,27 @@ export class LakeportClient {
         if (!retryable || attempt >= retries) throw error;
         await new Promise((resolve) => setTimeout(resolve, backoff * 2 ** attempt));
       }
+    }
+  }
+
+  /**
+   * `GET /upload/v2/contracts/{id}/rejects`: the values the on_error policy did not store, as CSV
+   * (`file,record,line,column,value,reason,action`), every file's or `file`'s, written to `destination`.
+   */
+  async downloadRejects(id: string, destination: string, options: { file?: string } = {}): Promise<void> {
+    const q = options.file === undefined ? '' : `?${new URLSearchParams({ file: options.file })}`;
+    const response = await this.#authorized('GET', `/upload/v2/contracts/${encodeURIComponent(id)}/rejects${q}`);
+    if (!response.ok || !response.body) {
+      const text = await response.text().catch(() => '');
+      throw new LakeportApiError(response.status, parseBody(text));
+    }
+    const out = createWriteStream(destination);
+    try {
+      await pipeline(Readable.fromWeb(response.body as import('node:stream/web').ReadableStream<Uint8Array>), out);
+    } catch (error) {
+      out.destroy();
+      await rm(destination, { force: true });
+      throw error;
     }
   }
 

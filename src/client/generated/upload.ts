@@ -47,6 +47,12 @@ export interface paths {
                              * @enum {string}
                              */
                             commit_mode?: "append" | "replace";
+                            /**
+                             * @description What a write does with a value the contract cannot store: fail refuses the file (409 VALUE_NOT_STORABLE); null stores NULL instead (a record whose NOT NULL column would be NULL is left out); skip leaves the record out. Counted in the write and the commit; the rejected values are at GET /upload/v2/contracts/{id}/rejects
+                             * @default fail
+                             * @enum {string}
+                             */
+                            on_error?: "fail" | "null" | "skip";
                             format?: {
                                 /**
                                  * @description Default: from each file name
@@ -223,7 +229,7 @@ export interface paths {
         };
         options?: never;
         head?: never;
-        /** Retype or decline columns (re-plans the whole contract), or change its commit_mode */
+        /** Retype or decline columns (re-plans the whole contract), or change its commit_mode or on_error */
         patch: {
             parameters: {
                 query?: never;
@@ -248,6 +254,11 @@ export interface paths {
                          * @enum {string}
                          */
                         commit_mode?: "append" | "replace";
+                        /**
+                         * @description Changes what later writes do with a value the contract cannot store (writes made already stay as they are)
+                         * @enum {string}
+                         */
+                        on_error?: "fail" | "null" | "skip";
                     };
                 };
             };
@@ -290,6 +301,74 @@ export interface paths {
                 };
             };
         };
+        trace?: never;
+    };
+    "/upload/v2/contracts/{contract_id}/rejects": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The values the contract's on_error policy did not store, as CSV (file, record, line, column, value, reason, action) */
+        get: {
+            parameters: {
+                query?: {
+                    /** @description Only this file's rejected values (default: every file's) */
+                    file?: string;
+                };
+                header?: never;
+                path: {
+                    contract_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description One line per rejected value, in file order (the first 100 000 of each write) */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "text/csv": string;
+                    };
+                };
+                /** @description The request is invalid: one entry per problem, with its location */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["HTTPValidationError"];
+                    };
+                };
+                /** @description Refused: not authenticated, not allowed, not found, in conflict… */
+                "4XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Server error */
+                "5XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
         trace?: never;
     };
     "/upload/v2/contracts/{contract_id}/accept": {
@@ -529,6 +608,12 @@ export interface components {
             commit_mode: "append" | "replace";
             /** @description replace: the rows of the snapshot it replaced (0 when the dataset had none); append: null */
             rows_replaced: number | null;
+            /** @description Records the contract's on_error policy left out */
+            rows_rejected: number;
+            /** @description Values the contract's on_error policy stored as NULL */
+            values_nulled: number;
+            /** @description Where the rejected values are (a path on this server), when there were any */
+            rejects_url?: string;
         };
         Contract: {
             contract_id: string;
@@ -542,6 +627,8 @@ export interface components {
             dataset_exists: boolean;
             /** @enum {string} */
             commit_mode: "append" | "replace";
+            /** @enum {string} */
+            on_error: "fail" | "null" | "skip";
             plan: components["schemas"]["PlanEntry"][];
             issues: components["schemas"]["ContractIssue"][];
             /** @description A sampled value of each column */
@@ -565,6 +652,10 @@ export interface components {
                 bytes: number;
                 source_bytes: number;
                 parts: number;
+                /** @description Records the contract's on_error policy left out */
+                rows_rejected: number;
+                /** @description Values the contract's on_error policy stored as NULL */
+                values_nulled: number;
                 written_at: string;
             }[];
             totals: {
@@ -572,6 +663,10 @@ export interface components {
                 rows: number;
                 bytes: number;
                 source_bytes: number;
+                /** @description Records the contract's on_error policy left out */
+                rows_rejected: number;
+                /** @description Values the contract's on_error policy stored as NULL */
+                values_nulled: number;
             };
             snapshot: {
                 snapshot_id: number;
@@ -633,6 +728,10 @@ export interface components {
                 bytes: number;
                 source_bytes: number;
                 parts: number;
+                /** @description Records the contract's on_error policy left out */
+                rows_rejected: number;
+                /** @description Values the contract's on_error policy stored as NULL */
+                values_nulled: number;
                 columns: {
                     name: string;
                     type: string;
@@ -643,6 +742,10 @@ export interface components {
                 rows: number;
                 bytes: number;
                 source_bytes: number;
+                /** @description Records the contract's on_error policy left out */
+                rows_rejected: number;
+                /** @description Values the contract's on_error policy stored as NULL */
+                values_nulled: number;
             };
         };
     };

@@ -342,3 +342,66 @@ export async function countFileNewlines(path: string, start = 0): Promise<number
   for await (const chunk of fs.createReadStream(path, { start, highWaterMark: 1 << 20 }) as AsyncIterable<Buffer>) n += countNewlines(chunk);
   return n;
 }
+
+/**
+ * csvRecordLine for many records in one pass over the file: each record (1-based, the header, when
+ * there is one, being record 1) mapped to its 1-based physical line.
+ */
+export async function csvRecordLines(path: string, records: number[], options: { delimiter?: string; quote?: string; escape?: string } = {}): Promise<Map<number, number>> {
+  const wanted = [...new Set(records)].sort((a, b) => a - b);
+  const found = new Map<number, number>();
+  const dialect = csvDialect(options) ?? { delimiter: 0x2c, quote: 0x22, escape: 0x22 };
+  const scanner = new CsvRecordScanner(dialect);
+  let k = 0;
+  let line = 1;
+  let current = 1;
+  let first = true;
+  const reach = () => {
+    while (k < wanted.length && wanted[k] <= current) found.set(wanted[k++], line);
+  };
+  reach();
+  for await (const chunk of fs.createReadStream(path, { highWaterMark: 1 << 20 }) as AsyncIterable<Buffer>) {
+    if (k >= wanted.length) break;
+    let pos = first ? bomLength(chunk) : 0;
+    first = false;
+    while (k < wanted.length) {
+      const cut = scanner.next(chunk, pos, pos);
+      if (cut === -1) {
+        line += countNewlines(chunk, pos, chunk.length);
+        break;
+      }
+      line += countNewlines(chunk, pos, cut);
+      current++;
+      pos = cut;
+      reach();
+    }
+    if (scanner.lost) break; // DuckDB refuses such a file anyway; plain lines from here on
+  }
+  for (; k < wanted.length; k++) found.set(wanted[k], scanner.lost ? line + wanted[k] - current : line);
+  return found;
+}
+
+/** jsonlRecordLine for many records in one pass: each record (1-based) mapped to its 1-based line. */
+export async function jsonlRecordLines(path: string, records: number[]): Promise<Map<number, number>> {
+  const wanted = [...new Set(records)].sort((a, b) => a - b);
+  const found = new Map<number, number>();
+  let k = 0;
+  let line = 1;
+  let current = 0;
+  let blank = true;
+  for await (const chunk of fs.createReadStream(path, { highWaterMark: 1 << 20 }) as AsyncIterable<Buffer>) {
+    for (let i = 0; i < chunk.length && k < wanted.length; i++) {
+      const b = chunk[i];
+      if (b === NL) {
+        if (!blank && ++current === wanted[k]) found.set(wanted[k++], line);
+        line++;
+        blank = true;
+      } else if (blank && b !== SPACE && b !== CR && b !== 0x09) {
+        blank = false;
+      }
+    }
+    if (k >= wanted.length) break;
+  }
+  for (; k < wanted.length; k++) found.set(wanted[k], line);
+  return found;
+}

@@ -4,7 +4,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
 import { splitIntoChunks, type Chunk } from './chunker.ts';
-import { countFileNewlines, csvDialect, csvRecordLine, jsonlRecordLine } from './csv-lines.ts';
+import { countFileNewlines, csvDialect, csvRecordLine, csvRecordLines, jsonlRecordLine, jsonlRecordLines } from './csv-lines.ts';
 import { INPUT_LIMITS, jsonFileTooDeep } from './input-limits.ts';
 import { IPV4_REGEX, isNestedType, normalizeType, physicalType } from './types.ts';
 import { quoteIdent, quoteString } from './sql.ts';
@@ -78,6 +78,8 @@ export interface TargetColumn {
 
 export interface ConvertedFile {
   rows: number;
+  /** The data records read (rows plus any left out by an on_error policy). */
+  records: number;
   bytes: number;
   stats: Record<string, { min: string | null; max: string | null; null_count: number }>;
   /** The file's columns in the file's own order (a CSV header may order them differently from the sample). */
@@ -100,8 +102,13 @@ export const ROW_GROUP_ROWS = 30_720;
 /** Chunks of this size (at least) are converted while the rest of an upload arrives. */
 export const DEFAULT_CHUNK_BYTES = 64 * 1024 * 1024;
 
-/** A value that cannot be stored as its column's promised type. */
+/**
+ * A value that cannot be stored as its column's promised type. `row` is the 1-based physical line
+ * (text formats; the record for Parquet); `record` the 1-based data record (header excluded).
+ */
 export class ValueNotStorableError extends Error {
+  record: number | null = null;
+
   constructor(
     readonly column: string,
     public row: number | null,
@@ -112,6 +119,32 @@ export class ValueNotStorableError extends Error {
     super(detail);
   }
 }
+
+/** What a write does with a value its column cannot store: refuse the file, store NULL, or leave the record out. */
+export type OnError = 'fail' | 'null' | 'skip';
+
+/** A value an on_error policy did not store (`record`, `line`: 1-based, in the whole upload; `line` null for Parquet). */
+export interface RejectedValue {
+  record: number;
+  line: number | null;
+  column: string;
+  value: string | null;
+  reason: string;
+  action: 'nulled' | 'skipped';
+}
+
+/** The values a tolerant conversion did not store: exact counts, and the first `maxRejects` values. */
+export interface Rejections {
+  /** Records left out. */
+  rows: number;
+  /** Values stored as NULL (in records that were kept). */
+  values: number;
+  /** In file order, at most the `maxRejects` first. */
+  list: RejectedValue[];
+}
+
+/** Rejected values kept per write (the counts stay exact). */
+export const DEFAULT_MAX_REJECTS = 100_000;
 
 /**
  * The file does not have the shape its sample had (columns, encoding). `line` is the 1-based line
@@ -356,7 +389,7 @@ export class Ingestor {
           params,
         );
         const rows = Number((result.getRowObjectsJson()[0] as { Count: string }).Count);
-        return { rows, ...(await this.statistics(c, input.destination, input.target)), fileColumns };
+        return { rows, records: rows, ...(await this.statistics(c, input.destination, input.target)), fileColumns };
       } catch (error) {
         await fs.rm(input.destination, { force: true });
         const explained = await this.explain(c, error as Error, { ...input, fileColumns }).catch(
@@ -364,8 +397,9 @@ export class Ingestor {
         );
         // DuckDB counts records; a person opens the file at a line.
         const line = (record: number) => (input.format === 'csv' ? csvRecordLine(input.path, record, input.options) : jsonlRecordLine(input.path, record));
-        if (explained instanceof ValueNotStorableError && input.format !== 'parquet' && explained.row !== null) {
-          explained.row = await line(explained.row);
+        if (explained instanceof ValueNotStorableError && explained.row !== null) {
+          explained.record = explained.row - (input.format === 'csv' && input.options.header !== false ? 1 : 0);
+          if (input.format !== 'parquet') explained.row = await line(explained.row);
         }
         // (DuckDB's JSON reader names the physical line of malformed JSON already.)
         if (explained instanceof FileShapeError && input.format === 'csv' && explained.line !== undefined) {
@@ -401,7 +435,11 @@ export class Ingestor {
     concurrency?: number;
     maxBytes: number;
     tooLarge: () => Error;
-  }): Promise<{ sourceBytes: number; parts: ConvertedPart[] }> {
+    /** A value that cannot be stored: fail the upload (default), store NULL, or leave its record out. */
+    onError?: OnError;
+    /** Rejected values listed (default DEFAULT_MAX_REJECTS); the counts are exact regardless. */
+    maxRejects?: number;
+  }): Promise<{ sourceBytes: number; parts: ConvertedPart[]; rejections: Rejections }> {
     const dir = path.join(input.scratchDir, `upload-${crypto.randomUUID()}`);
     await fs.mkdir(dir, { recursive: true });
     const concurrency = Math.max(1, input.concurrency ?? this.threads);
@@ -414,6 +452,9 @@ export class Ingestor {
     let checked: SourceColumn[] | undefined;
     const waiting: Chunk[] = [];
     const running = new Set<Promise<void>>();
+    const tolerant = input.onError === 'null' || input.onError === 'skip' ? input.onError : undefined;
+    const maxRejects = input.maxRejects ?? DEFAULT_MAX_REJECTS;
+    const rejected = new RejectsByChunk(maxRejects);
 
     const convertChunk = async (chunk: Chunk) => {
       let destination: string | undefined;
@@ -422,7 +463,8 @@ export class Ingestor {
         // One thread per chunk converts more per CPU second than several threads on one (no parallel
         // CSV scan, no reordering of row groups), and chunks keep every core busy; the last chunk —
         // the whole file, when it is small — has no other chunk beside it, so it gets all threads.
-        const converted = await this.convertOn(chunk.last ? this.instance : this.single, {
+        const engine = chunk.last ? this.instance : this.single;
+        const convertInput = {
           path: chunk.path,
           format: input.format,
           options: input.options,
@@ -430,7 +472,20 @@ export class Ingestor {
           columnsChecked: checked !== undefined,
           target: input.target,
           destination,
+        };
+        let converted: ConvertedFile;
+        // Under null/skip a chunk takes the fast path too; only a chunk with a value it refuses is
+        // converted again, the tolerant way (a clean upload costs what it costs under fail).
+        const fast = await this.convertOn(engine, convertInput).catch((error: unknown) => {
+          if (tolerant && error instanceof ValueNotStorableError) return undefined;
+          throw error;
         });
+        if (fast) converted = fast;
+        else {
+          const result = await this.convertTolerantOn(engine, { ...convertInput, onError: tolerant!, maxRejects });
+          rejected.add(chunk.index, result.rowsRejected, result.valuesNulled, result.rejects);
+          converted = result;
+        }
         checked ??= converted.fileColumns;
         parts[chunk.index] = { path: destination, ...converted };
       } catch (error) {
@@ -478,9 +533,11 @@ export class Ingestor {
       if (failedAt !== Infinity) {
         // Every chunk before the first failing one converted: its error is the file's first.
         const error = errors.get(failedAt);
-        throw await this.relocate(error, chunks[failedAt], chunks).catch(() => error);
+        const recordsBefore = parts.slice(0, failedAt).reduce((n, p) => n + p.records, 0);
+        throw await this.relocate(error, chunks[failedAt], chunks, recordsBefore).catch(() => error);
       }
-      return { sourceBytes, parts };
+      const rejections = await rejected.placed(chunks, parts, input.format, input.options);
+      return { sourceBytes, parts, rejections };
     } catch (error) {
       waiting.length = 0;
       await settled(); // conversions in flight still read their chunks and write their parts
@@ -491,9 +548,10 @@ export class Ingestor {
     }
   }
 
-  /** An error from converting `chunk`, with its line moved to the line in the whole upload. */
-  private async relocate(error: unknown, chunk: Chunk, chunks: Chunk[]): Promise<unknown> {
+  /** An error from converting `chunk`, with its line (and record) moved to the line in the whole upload. */
+  private async relocate(error: unknown, chunk: Chunk, chunks: Chunk[], recordsBefore = 0): Promise<unknown> {
     if (chunk.index === 0) return error;
+    if (error instanceof ValueNotStorableError && error.record !== null) error.record += recordsBefore;
     const lineOf = async (line: number) => {
       let before = 0;
       for (const c of chunks.slice(0, chunk.index)) before += await countFileNewlines(c.path, c.headerBytes);
@@ -586,6 +644,83 @@ export class Ingestor {
   }
 
   /**
+   * convertOn for an on_error policy of `null` or `skip`: the chunk's columns are read as text and
+   * cast with TRY_CAST (the dialect's date/timestamp formats with try_strptime), in one pass into a
+   * temporary table; the records kept go to Parquet, and the values that could not be stored (and
+   * NULLs in NOT NULL columns) are counted and listed (the first `maxRejects`, with the chunk's
+   * record numbers). `null` stores such a value as NULL, but a record whose NOT NULL column would be
+   * NULL is left out; `skip` leaves the record out.
+   */
+  private async convertTolerantOn(
+    instance: DuckDBInstance,
+    input: Parameters<Ingestor['convert']>[0] & { onError: 'null' | 'skip'; maxRejects: number },
+  ): Promise<ConvertedFile & { rowsRejected: number; valuesNulled: number; rejects: RejectedValue[] }> {
+    await refuseDeepJson(input.path, input.format);
+    return this.withConnection(async (c) => {
+      const fileColumns = input.format === 'csv' && !input.columnsChecked ? await this.csvHeader(c, input) : input.fileColumns;
+      const source = reader(input.format, input.options, input.format === 'parquet' ? undefined : Object.fromEntries(fileColumns.map((col) => [col.name, 'VARCHAR'])));
+      const params = { path: input.path, ...source.params };
+      const loaded = input.target.map((t, i) => ({ t, i })).filter(({ t }) => t.source);
+      const text = input.format === 'csv'; // (the dialect's formats are CSV's)
+      const columns = loaded.map(({ t, i }) => {
+        const raw = quoteIdent(t.source!);
+        const physical = physicalType(t.type);
+        let typed = `TRY_CAST(${raw} AS ${physical})`;
+        if (t.type === 'IPV4') typed = `CASE WHEN regexp_full_match(${raw}::VARCHAR, ${quoteString(IPV4_REGEX)}) THEN ${raw}::VARCHAR END`;
+        else if (text && physical === 'DATE' && input.options.date_format !== undefined) typed = `try_strptime(${raw}, $dateformat)::DATE`;
+        else if (text && physical.startsWith('TIMESTAMP') && input.options.timestamp_format !== undefined) typed = `try_strptime(${raw}, $timestampformat)::${physical}`;
+        return `${raw}::VARCHAR AS v${i}, ${typed} AS t${i}, (${raw} IS NOT NULL AND ${typed} IS NULL) AS b${i}`;
+      });
+      // A record is left out when a value fails (skip), or when a NOT NULL column would be NULL (both).
+      const skipWhen = [
+        ...(input.onError === 'skip' ? loaded.map(({ i }) => `b${i}`) : []),
+        ...loaded.filter(({ t }) => !t.nullable).map(({ i }) => `t${i} IS NULL`),
+      ];
+      const skip = skipWhen.length > 0 ? `(${skipWhen.join(' OR ')})` : 'false';
+      try {
+        await c.run(`CREATE TEMP TABLE lakeport_chunk AS SELECT row_number() OVER () AS rn, ${columns.length > 0 ? columns.join(', ') : 'NULL AS none'} FROM ${source.sql}`, params);
+        const select = input.target.map((t, i) => (t.source ? `t${i} AS ${quoteIdent(t.name)}` : `NULL::${physicalType(t.type)} AS ${quoteIdent(t.name)}`)).join(', ');
+        const result = await c.runAndReadAll(
+          `COPY (SELECT ${select} FROM lakeport_chunk WHERE NOT ${skip} ORDER BY rn) TO ${quoteString(input.destination)} (FORMAT parquet, COMPRESSION snappy, ROW_GROUP_SIZE ${ROW_GROUP_ROWS})`,
+        );
+        const rows = Number((result.getRowObjectsJson()[0] as { Count: string }).Count);
+        const nulled = loaded.length > 0 ? loaded.map(({ i }) => `count(*) FILTER (WHERE b${i} AND NOT ${skip})`).join(' + ') : '0';
+        const counts = (await c.runAndReadAll(`SELECT count(*) AS records, count(*) FILTER (WHERE ${skip}) AS skipped, ${nulled} AS nulled FROM lakeport_chunk`)).getRowObjectsJson()[0] as Record<string, string>;
+        const rejects: RejectedValue[] = [];
+        if (loaded.length > 0 && input.maxRejects > 0) {
+          const union = loaded
+            .map(({ t, i }) => `SELECT rn, ${i} AS col, v${i} AS v, b${i} AS bad, ${skip} AS skipped FROM lakeport_chunk WHERE b${i}${t.nullable ? '' : ` OR t${i} IS NULL`}`)
+            .join(' UNION ALL ');
+          const found = (await c.runAndReadAll(`SELECT rn, col, v, bad, skipped FROM (${union}) ORDER BY rn, col LIMIT ${Math.floor(input.maxRejects)}`)).getRowObjectsJson() as { rn: string; col: number; v: string | null; bad: boolean; skipped: boolean }[];
+          for (const f of found) {
+            const t = input.target[Number(f.col)];
+            const reason = !f.bad ? 'a NULL in a NOT NULL column' : t.type === 'IPV4' ? `"${f.v}" is not an IPv4 address` : `"${f.v}" is not a valid ${t.type}`;
+            rejects.push({ record: Number(f.rn), line: null, column: t.name, value: f.v, reason, action: f.skipped ? 'skipped' : 'nulled' });
+          }
+        }
+        return {
+          rows,
+          records: Number(counts.records),
+          rowsRejected: Number(counts.skipped),
+          valuesNulled: Number(counts.nulled),
+          rejects,
+          ...(await this.statistics(c, input.destination, input.target)),
+          fileColumns,
+        };
+      } catch (error) {
+        await fs.rm(input.destination, { force: true });
+        if (error instanceof FileShapeError) throw error;
+        // What remains is the file's shape (columns, quoting): as convertOn says it, with its line.
+        const message = (error as Error).message ?? String(error);
+        const line = /CSV Error on Line: (\d+)/.exec(message) ?? /in line (\d+)/.exec(message);
+        const shape = shapeError(message, line ? Number(line[1]) : undefined);
+        if (input.format === 'csv' && shape.line !== undefined) shape.relocate(await csvRecordLine(input.path, shape.line, input.options));
+        throw shape;
+      }
+    }, instance);
+  }
+
+  /**
    * A page of a result file: rows as JSON-safe arrays (big numbers, decimals and times as strings).
    * `rowCount`, the file's rows when known: a page that reaches the end is read without LIMIT (and
    * one from the start without OFFSET), which DuckDB plans as a plain scan instead of a two-pass
@@ -618,5 +753,63 @@ export class Ingestor {
   close(): void {
     this.single.closeSync();
     this.instance.closeSync();
+  }
+}
+
+/**
+ * The rejected values of a tolerant upload, per chunk while chunks convert (in any order), kept to
+ * the first `max` of the whole upload; `placed` numbers them in the whole upload once all are done.
+ */
+class RejectsByChunk {
+  private readonly byChunk = new Map<number, RejectedValue[]>();
+  private kept = 0;
+  private rows = 0;
+  private values = 0;
+
+  constructor(private readonly max: number) {}
+
+  add(index: number, rows: number, values: number, rejects: RejectedValue[]): void {
+    this.rows += rows;
+    this.values += values;
+    if (rejects.length === 0) return;
+    this.byChunk.set(index, rejects);
+    this.kept += rejects.length;
+    // Over the limit: the latest chunks' values go first, so what stays is the upload's first.
+    const order = [...this.byChunk.keys()].sort((a, b) => b - a);
+    for (const i of order) {
+      if (this.kept <= this.max) break;
+      const list = this.byChunk.get(i)!;
+      const drop = Math.min(list.length, this.kept - this.max);
+      list.length -= drop;
+      this.kept -= drop;
+      if (list.length === 0) this.byChunk.delete(i);
+    }
+  }
+
+  /** Record and line numbers in the whole upload: the records and lines of the chunks before added. */
+  async placed(chunks: Chunk[], parts: ConvertedPart[], format: FileFormat, options: ReadOptions): Promise<Rejections> {
+    const list: RejectedValue[] = [];
+    const header = format === 'csv' && options.header !== false ? 1 : 0;
+    let records = 0;
+    let lines = 0;
+    for (const chunk of chunks) {
+      const own = this.byChunk.get(chunk.index);
+      if (own) {
+        const local =
+          format === 'csv'
+            ? await csvRecordLines(chunk.path, own.map((r) => r.record + header), options)
+            : format === 'jsonl'
+              ? await jsonlRecordLines(chunk.path, own.map((r) => r.record))
+              : undefined;
+        for (const r of own) {
+          const line = local?.get(format === 'csv' ? r.record + header : r.record);
+          list.push({ ...r, record: records + r.record, line: line === undefined ? null : lines + line - chunk.headerLines });
+        }
+      }
+      if (list.length === this.kept) break;
+      records += parts[chunk.index]?.records ?? 0;
+      if (format !== 'parquet') lines += await countFileNewlines(chunk.path, chunk.headerBytes);
+    }
+    return { rows: this.rows, values: this.values, list };
   }
 }

@@ -123,8 +123,8 @@ describe('a write converted in chunks', () => {
     expect(line).toBe(251 + 49); // record 251 of the file, after 49 quoted line breaks
     const res = await write(c.contract_id, 'bad.csv', bad);
     expect(res.statusCode, res.body).toBe(409);
-    expect(res.json()).toMatchObject({ code: 'VALUE_NOT_STORABLE', file: 'bad.csv', column: 'amount', row: line, value: '12.x5', type: 'DOUBLE' });
-    expect(res.json().detail).toContain(`row ${line}`);
+    expect(res.json()).toMatchObject({ code: 'VALUE_NOT_STORABLE', file: 'bad.csv', column: 'amount', row: line, line, record: 250, value: '12.x5', type: 'DOUBLE' });
+    expect(res.json().detail).toContain(`record 250 (line ${line})`);
 
     expect(await staged(c.contract_id)).toEqual(before);
     // Neither the chunks nor the parts converted before the bad one are left anywhere.

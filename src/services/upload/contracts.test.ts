@@ -555,6 +555,8 @@ describe('reading (GET)', () => {
       rows: 5,
       bytes: read.written[0].bytes + read.written[1].bytes,
       source_bytes: Buffer.byteLength(PEOPLE) + Buffer.byteLength(bBody),
+      rows_rejected: 0,
+      values_nulled: 0,
     });
     expect(read.written[0].bytes).toBeGreaterThan(0);
   });

@@ -88,15 +88,16 @@ export class UploadRepo {
 
   /**
    * Records a write and its parts in one transaction, replacing an earlier write of the same file;
-   * returns the replaced write's staged paths.
+   * returns the replaced write's staged paths (its parts and its rejects file).
    */
   async putWrite(row: Insertable<UploadWritesTable>, parts: Insertable<UploadWritePartsTable>[]): Promise<string[]> {
     return this.db.kysely.transaction().execute(async (trx) => {
       await this.lockOpen(trx, row.contract_id);
-      const old = await trx.selectFrom('upload_writes').select('write_id').where('contract_id', '=', row.contract_id).where('file_name', '=', row.file_name).executeTakeFirst();
+      const old = await trx.selectFrom('upload_writes').select(['write_id', 'rejects_path']).where('contract_id', '=', row.contract_id).where('file_name', '=', row.file_name).executeTakeFirst();
       let replaced: string[] = [];
       if (old) {
         replaced = (await trx.selectFrom('upload_write_parts').select('path').where('write_id', '=', old.write_id).execute()).map((p) => p.path);
+        if (old.rejects_path) replaced.push(old.rejects_path);
         await trx.deleteFrom('upload_writes').where('write_id', '=', old.write_id).execute(); // its parts go with it
       }
       await trx.insertInto('upload_writes').values(row).execute();

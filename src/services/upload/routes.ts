@@ -9,7 +9,7 @@ import type { FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod, ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { RequestValidationError } from '../../core/errors/index.ts';
-import { jsonTooDeep, principalOf, refuseNul, requireAuth, jsonTooDeepError, type TokenVerifier } from '../../core/http/index.ts';
+import { jsonTooDeep, mediaResponse, principalOf, refuseNul, requireAuth, jsonTooDeepError, type TokenVerifier } from '../../core/http/index.ts';
 import { uploadError } from './errors.ts';
 import * as S from './schemas.ts';
 import type { Sample, UploadService } from './service.ts';
@@ -78,8 +78,25 @@ export const uploadRoutes =
       uploads.get(principalOf(request), request.params.contract_id),
     );
 
-    app.patch('/v2/contracts/:contract_id', { schema: { summary: 'Retype or decline columns (re-plans the whole contract), or change its commit_mode', params: S.ContractParams, body: S.PatchRequest, response: { 200: S.Contract } } }, async (request) =>
-      uploads.replan(principalOf(request), request.params.contract_id, request.body.columns, request.body.commit_mode),
+    app.patch('/v2/contracts/:contract_id', { schema: { summary: 'Retype or decline columns (re-plans the whole contract), or change its commit_mode or on_error', params: S.ContractParams, body: S.PatchRequest, response: { 200: S.Contract } } }, async (request) =>
+      uploads.replan(principalOf(request), request.params.contract_id, request.body.columns, request.body.commit_mode, request.body.on_error),
+    );
+
+    app.get(
+      '/v2/contracts/:contract_id/rejects',
+      {
+        schema: {
+          summary: "The values the contract's on_error policy did not store, as CSV (file, record, line, column, value, reason, action)",
+          params: S.ContractParams,
+          querystring: S.RejectsQuery,
+          response: { 200: mediaResponse('One line per rejected value, in file order (the first 100 000 of each write)', { 'text/csv': z.string() }) },
+        },
+      },
+      async (request, reply) => {
+        const stream = await uploads.rejects(principalOf(request), request.params.contract_id, request.query.file);
+        const name = `${request.params.contract_id}-rejects.csv`.replace(/[^A-Za-z0-9_.-]/g, '_');
+        return reply.type('text/csv; charset=utf-8').header('content-disposition', `attachment; filename="${name}"`).send(stream);
+      },
     );
 
     app.delete('/v2/contracts/:contract_id', { schema: { summary: 'Abandon the contract; its staged files are deleted', params: S.ContractParams, response: { 204: z.undefined() } } }, async (request, reply) => {

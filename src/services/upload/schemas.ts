@@ -9,6 +9,12 @@ const Column = z.object({
 
 const Char = z.string().length(1, 'must be one character');
 
+const OnError = z
+  .enum(['fail', 'null', 'skip'])
+  .describe(
+    "What a write does with a value the contract cannot store: fail refuses the file (409 VALUE_NOT_STORABLE); null stores NULL instead (a record whose NOT NULL column would be NULL is left out); skip leaves the record out. Counted in the write and the commit; the rejected values are at GET /upload/v2/contracts/{id}/rejects",
+  );
+
 export const ContractRequest = z.object({
   destination: z.string().min(5).max(200).describe("'workspace.collection.dataset'"),
   schema: z
@@ -21,6 +27,7 @@ export const ContractRequest = z.object({
     .enum(['append', 'replace'])
     .default('append')
     .describe("append: the commit adds this upload's rows to the dataset; replace: the new snapshot holds only this upload (history keeps the old ones)"),
+  on_error: OnError.default('fail'),
   format: z
     .object({
       type: z.enum(['csv', 'jsonl', 'parquet']).optional().describe('Default: from each file name'),
@@ -43,7 +50,10 @@ export const PatchRequest = z.object({
     .record(z.string().min(1).max(255), z.object({ type: z.string().min(1).max(64).optional(), ignore: z.boolean().optional() }))
     .describe('Columns to retype or decline ({} to change only the commit_mode)'),
   commit_mode: z.enum(['append', 'replace']).optional().describe('Changes how the commit changes the dataset (while the contract is open)'),
+  on_error: OnError.optional().describe('Changes what later writes do with a value the contract cannot store (writes made already stay as they are)'),
 });
+
+export const RejectsQuery = z.object({ file: z.string().min(1).max(255).optional().describe("Only this file's rejected values (default: every file's)") });
 
 export const AcceptRequest = z.object({ schema_fingerprint: z.string().min(1).max(200) });
 
@@ -72,8 +82,12 @@ export const CsvDialect = z
   .meta({ id: 'CsvDialect' });
 
 const ColumnType = z.object({ name: z.string(), type: z.string() });
-const Totals = z.object({ files: z.number(), rows: z.number(), bytes: z.number(), source_bytes: z.number() });
-const WrittenFile = z.object({ file: z.string(), format: z.string(), rows: z.number(), bytes: z.number(), source_bytes: z.number(), parts: z.number() });
+const Rejected = {
+  rows_rejected: z.number().describe("Records the contract's on_error policy left out"),
+  values_nulled: z.number().describe("Values the contract's on_error policy stored as NULL"),
+};
+const Totals = z.object({ files: z.number(), rows: z.number(), bytes: z.number(), source_bytes: z.number(), ...Rejected });
+const WrittenFile = z.object({ file: z.string(), format: z.string(), rows: z.number(), bytes: z.number(), source_bytes: z.number(), parts: z.number(), ...Rejected });
 
 export const PlanEntry = z
   .object({
@@ -99,6 +113,7 @@ export const Contract = z
     destination: z.string(),
     dataset_exists: z.boolean(),
     commit_mode: z.enum(['append', 'replace']),
+    on_error: z.enum(['fail', 'null', 'skip']),
     plan: z.array(PlanEntry),
     issues: z.array(ContractIssue),
     values: z.record(z.string(), z.unknown()).describe('A sampled value of each column'),
@@ -133,6 +148,8 @@ export const CommitResult = z
     rows_written: z.number(),
     commit_mode: z.enum(['append', 'replace']),
     rows_replaced: z.number().nullable().describe("replace: the rows of the snapshot it replaced (0 when the dataset had none); append: null"),
+    ...Rejected,
+    rejects_url: z.string().optional().describe('Where the rejected values are (a path on this server), when there were any'),
   })
   .meta({ id: 'CommitResult' });
 export type CommitResult = z.infer<typeof CommitResult>;

@@ -1,17 +1,18 @@
 import crypto from 'node:crypto';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
-import type { Readable } from 'node:stream';
+import { Readable } from 'node:stream';
 import { mayAccessOwned, type Authorizer, type Principal } from '../../core/authz/index.ts';
 import { normalizeRef, type Catalog, type ColumnDef, type Dataset, type DatasetRef, type Snapshot } from '../../core/catalog/index.ts';
 import { newId } from '../../core/crypto/index.ts';
-import { dialectOptions, FileShapeError, normalizeType, physicalType, ValueNotStorableError, type FileFormat, type Ingestor, type ReadOptions, type SourceColumn } from '../../core/engine/index.ts';
+import { dialectOptions, FileShapeError, normalizeType, physicalType, ValueNotStorableError, type FileFormat, type Ingestor, type OnError, type ReadOptions, type SourceColumn } from '../../core/engine/index.ts';
 import type { Logger } from '../../core/logger.ts';
 import { AppError, isAppError, RequestValidationError } from '../../core/errors/index.ts';
 import type { BlobStore } from '../../core/storage/index.ts';
 import { uploadError, type UPLOAD_ERRORS } from './errors.ts';
 import { planContract, type Issue, type Overrides, type PlanEntry, type SampledFile, type TargetColumnDef } from './plan.ts';
 import type { ContractRow, UploadRepo, WriteRow } from './repo.ts';
+import { REJECTS_HEADER, rejectsCsv, storableFix } from './rejects.ts';
 import type { CommitResult, ContractRequest } from './schemas.ts';
 
 export interface UploadLimits {
@@ -20,6 +21,8 @@ export interface UploadLimits {
   fileMaxBytes: number;
   /** A write is converted in record-aligned chunks of at least this many bytes while it arrives. */
   chunkBytes: number;
+  /** Rejected values a write keeps in its rejects file (on_error null/skip); the counts stay exact. */
+  maxRejects: number;
 }
 
 export const DEFAULT_LIMITS: UploadLimits = {
@@ -27,6 +30,7 @@ export const DEFAULT_LIMITS: UploadLimits = {
   sampleMaxBytes: 16 * 1024 * 1024,
   fileMaxBytes: 50 * 1024 * 1024 * 1024,
   chunkBytes: 64 * 1024 * 1024,
+  maxRejects: 100_000,
 };
 
 /** Parts staged at once (on S3 each is a multipart upload of its own). */
@@ -85,8 +89,9 @@ function contractError(code: keyof typeof UPLOAD_ERRORS, detail: string, extra: 
 }
 
 /** The answer of a contract's commit (the first, and every repeat of it). */
-function commitResponse(row: ContractRow, snapshot: Snapshot, rowsWritten: number): CommitResult {
+function commitResponse(row: ContractRow, snapshot: Snapshot, rowsWritten: number, writes: WriteRow[]): CommitResult {
   const replace = row.commit_mode === 'replace';
+  const rejected = rejectedTotals(writes);
   return {
     contract_id: row.contract_id,
     state: 'committed' as const,
@@ -102,8 +107,16 @@ function commitResponse(row: ContractRow, snapshot: Snapshot, rowsWritten: numbe
     commit_mode: row.commit_mode,
     // An overwrite removed the replaced snapshot's rows; a replace that created its dataset replaced none.
     rows_replaced: replace ? (snapshot.operation === 'overwrite' ? Number(snapshot.rows_removed) : 0) : null,
+    ...rejected,
+    ...(rejected.rows_rejected + rejected.values_nulled > 0 ? { rejects_url: rejectsUrl(row.contract_id) } : {}),
   };
 }
+
+function rejectedTotals(writes: WriteRow[]) {
+  return { rows_rejected: writes.reduce((n, w) => n + Number(w.rows_rejected), 0), values_nulled: writes.reduce((n, w) => n + Number(w.values_nulled), 0) };
+}
+
+const rejectsUrl = (contractId: string) => `/upload/v2/contracts/${encodeURIComponent(contractId)}/rejects`;
 
 export class UploadService {
   private readonly limits: UploadLimits;
@@ -154,6 +167,7 @@ export class UploadService {
       requested_mode: request.schema.mode,
       mode,
       commit_mode: request.commit_mode,
+      on_error: request.on_error,
       state: mode === 'infer' ? 'proposed' : 'accepted',
       format: JSON.stringify(options),
       files: JSON.stringify(sampled),
@@ -274,8 +288,8 @@ export class UploadService {
     if (row.expires_at.getTime() <= Date.now()) throw contractError('CONTRACT_EXPIRED', `Contract ${row.contract_id} expired at ${row.expires_at.toISOString()}; negotiate a new one`);
   }
 
-  /** PATCH: retype or decline columns, then re-plan the whole contract; or change its commit mode. */
-  async replan(caller: Principal, contractId: string, columns: Overrides, commitMode?: 'append' | 'replace') {
+  /** PATCH: retype or decline columns, then re-plan the whole contract; or change its commit mode or on_error policy. */
+  async replan(caller: Principal, contractId: string, columns: Overrides, commitMode?: 'append' | 'replace', onError?: OnError) {
     const row = await this.own(caller, contractId);
     this.assertOpen(row);
     if (row.mode === 'dataset' && Object.values(columns).some((c) => c.type !== undefined)) {
@@ -300,6 +314,7 @@ export class UploadService {
       schema_fingerprint: planned.fingerprint,
       state: changed && row.mode === 'infer' ? 'proposed' : row.state,
       ...(commitMode ? { commit_mode: commitMode } : {}),
+      ...(onError ? { on_error: onError } : {}),
     });
     return this.view(updated, await this.deps.repo.writes(contractId));
   }
@@ -318,6 +333,10 @@ export class UploadService {
   async abandon(caller: Principal, contractId: string): Promise<void> {
     const row = await this.own(caller, contractId);
     if (row.state !== 'committed') await this.discardWrites(row);
+    else {
+      // The committed parts are the dataset's; the rejects files are the contract's and go with it.
+      for (const w of await this.deps.repo.writes(contractId)) if (w.rejects_path) await this.deps.blobs.delete(w.rejects_path);
+    }
     await this.deps.repo.deleteContract(contractId);
   }
 
@@ -393,38 +412,46 @@ export class UploadService {
         chunkBytes: this.limits.chunkBytes,
         maxBytes: limit,
         tooLarge: () => contractError('FILE_TOO_LARGE', `Files are limited to ${limit} bytes`),
+        onError: row.on_error,
+        maxRejects: this.limits.maxRejects,
       });
     } catch (error) {
-      if (error instanceof ValueNotStorableError) {
-        throw contractError('VALUE_NOT_STORABLE', `${file.name}: value ${JSON.stringify(error.value)} in column "${error.column}", row ${error.row}, cannot be stored as ${error.type} (${error.message})`, {
-          file: file.name,
-          column: error.column,
-          row: error.row,
-          value: error.value,
-          type: error.type,
-          reason: error.message,
-        });
-      }
+      if (error instanceof ValueNotStorableError) throw this.notStorable(row, file, error);
       if (error instanceof FileShapeError) throw contractError('FILE_DIFFERS_FROM_SAMPLE', `${file.name}: ${error.message}`, { file: file.name, ...(error.line === undefined ? {} : { line: error.line }) });
       throw error;
     }
-    const { parts, sourceBytes } = converted;
+    const { parts, sourceBytes, rejections } = converted;
     const rows = parts.reduce((n, p) => n + p.rows, 0);
     const bytes = parts.reduce((n, p) => n + p.bytes, 0);
     // Staged only once every part converted: a refused file leaves nothing behind.
     const writeId = newId('wr');
     const stem = `lake/_staging/${row.contract_id}/${crypto.randomUUID()}`;
     const keys = parts.map((_, i) => `${stem}-${String(i).padStart(5, '0')}.parquet`);
+    // The rejected values: a CSV staged beside the parts, kept after the commit (not the dataset's).
+    const rejectsKey = rejections.list.length > 0 ? `${stem}-rejects.csv` : null;
     let replaced: string[];
     try {
+      if (rejectsKey) await this.deps.blobs.put(rejectsKey, rejectsCsv(file.name, rejections.list), { contentType: 'text/csv' });
       await inBatches(parts.map((part, i) => () => this.deps.blobs.putFile(keys[i], part.path)), STAGE_CONCURRENCY);
       replaced = await this.deps.repo.putWrite(
-        { write_id: writeId, contract_id: row.contract_id, file_name: file.name, format: file.format, rows, bytes, source_bytes: sourceBytes, parts: parts.length },
+        {
+          write_id: writeId,
+          contract_id: row.contract_id,
+          file_name: file.name,
+          format: file.format,
+          rows,
+          bytes,
+          source_bytes: sourceBytes,
+          parts: parts.length,
+          rows_rejected: rejections.rows,
+          values_nulled: rejections.values,
+          rejects_path: rejectsKey,
+        },
         parts.map((part, i) => ({ write_id: writeId, part: i, path: keys[i], rows: part.rows, bytes: part.bytes, column_stats: JSON.stringify(part.stats) })),
       );
     } catch (error) {
       // Not recorded: whatever of it was staged is nobody's.
-      for (const key of keys) {
+      for (const key of rejectsKey ? [...keys, rejectsKey] : keys) {
         await this.deps.blobs.delete(key).catch((failure: unknown) => this.deps.log.warn({ err: failure, key }, 'could not remove a staged file of a failed write'));
       }
       throw error;
@@ -435,7 +462,19 @@ export class UploadService {
     const writes = await this.deps.repo.writes(row.contract_id);
     return {
       contract_id: row.contract_id,
-      written: [{ file: file.name, format: file.format, rows, bytes, source_bytes: sourceBytes, parts: parts.length, columns: target.map((t) => ({ name: t.name, type: t.type })) }],
+      written: [
+        {
+          file: file.name,
+          format: file.format,
+          rows,
+          bytes,
+          source_bytes: sourceBytes,
+          parts: parts.length,
+          rows_rejected: rejections.rows,
+          values_nulled: rejections.values,
+          columns: target.map((t) => ({ name: t.name, type: t.type })),
+        },
+      ],
       totals: this.totals(writes),
     };
   }
@@ -482,6 +521,7 @@ export class UploadService {
     if (files.length === 0) throw contractError('NOTHING_TO_COMMIT', `Contract ${contractId} has no writes yet`);
     const target = row.target as TargetColumnDef[];
     const rowsWritten = files.reduce((n, f) => n + Number(f.rows), 0);
+    const writes = await this.deps.repo.writes(contractId);
     // replace: the snapshot holds only this upload; the files leaving it are chosen under the dataset's
     // lock in the same transaction, so a reader sees the old snapshot or the new one, never a mix.
     const replace = row.commit_mode === 'replace' && row.dataset_id !== null;
@@ -511,7 +551,7 @@ export class UploadService {
             }
           },
           within: async (trx, snapshot) => {
-            response = commitResponse(row, snapshot, rowsWritten);
+            response = commitResponse(row, snapshot, rowsWritten, writes);
             await this.deps.repo.markCommitted(trx, contractId, snapshot.snapshot_id, rowsWritten, idempotencyKey ? { owner: caller.identity, key: idempotencyKey, response } : undefined);
           },
         },
@@ -528,7 +568,7 @@ export class UploadService {
 
   /** What the commit of a committed contract answered, rebuilt from its snapshot. */
   private async committedResponse(row: ContractRow): Promise<CommitResult> {
-    return commitResponse(row, await this.deps.catalog.getSnapshot(row.snapshot_id!), Number(row.rows_written));
+    return commitResponse(row, await this.deps.catalog.getSnapshot(row.snapshot_id!), Number(row.rows_written), await this.deps.repo.writes(row.contract_id));
   }
 
   /**
@@ -550,6 +590,48 @@ export class UploadService {
   }
 
 
+  // ── values that cannot be stored ───────────────────────────────────────────
+
+  /** The 409 of a refused value: where it is (record and line), and the exact ways to store the file. */
+  private notStorable(row: ContractRow, file: SampledFile, error: ValueNotStorableError): AppError {
+    const line = file.format === 'parquet' ? null : error.row;
+    const where = [error.record === null ? null : `record ${error.record}`, line === null ? null : `line ${line}`].filter(Boolean);
+    const at = where.length === 2 ? `${where[0]} (${where[1]})` : (where[0] ?? 'an unknown record');
+    const { fix, text } = storableFix(row.mode, error.column, error.type, error.value);
+    return contractError('VALUE_NOT_STORABLE', `${file.name}: value ${JSON.stringify(error.value)} in column "${error.column}", ${at}, cannot be stored as ${error.type} (${error.message}). ${text}`, {
+      file: file.name,
+      record: error.record,
+      line,
+      // (row: the line, as before `record` and `line` were given)
+      row: error.row,
+      column: error.column,
+      value: error.value,
+      type: error.type,
+      reason: error.message,
+      fix,
+    });
+  }
+
+  /**
+   * GET rejects: the values the contract's on_error policy did not store, as one CSV (every file's,
+   * or `fileName`'s), read like the contract itself (404 for anyone who may not see it).
+   */
+  async rejects(caller: Principal, contractId: string, fileName?: string): Promise<Readable> {
+    const row = await this.own(caller, contractId);
+    if (fileName !== undefined && !(row.files as SampledFile[]).some((f) => f.name === fileName)) {
+      throw RequestValidationError.at(['query', 'file'], `this contract has no file '${fileName}'`);
+    }
+    const keys = (await this.deps.repo.writes(contractId)).filter((w) => w.rejects_path && (fileName === undefined || w.file_name === fileName)).map((w) => w.rejects_path!);
+    const blobs = this.deps.blobs;
+    return Readable.from(
+      (async function* () {
+        yield REJECTS_HEADER;
+        // Each file starts with the header; it is said once.
+        for (const key of keys) yield* (await blobs.get(key, { start: Buffer.byteLength(REJECTS_HEADER) })) as AsyncIterable<Buffer>;
+      })(),
+    );
+  }
+
   // ── views ──────────────────────────────────────────────────────────────────
 
   private totals(writes: WriteRow[]) {
@@ -558,6 +640,7 @@ export class UploadService {
       rows: writes.reduce((n, w) => n + Number(w.rows), 0),
       bytes: writes.reduce((n, w) => n + Number(w.bytes), 0),
       source_bytes: writes.reduce((n, w) => n + Number(w.source_bytes), 0),
+      ...rejectedTotals(writes),
     };
   }
 
@@ -570,6 +653,7 @@ export class UploadService {
       destination: `${row.workspace}.${row.collection}.${row.dataset}`,
       dataset_exists: row.dataset_id !== null,
       commit_mode: row.commit_mode,
+      on_error: row.on_error,
       plan: row.plan as PlanEntry[],
       issues: row.issues as Issue[],
       values: row.sample_values,
@@ -578,7 +662,7 @@ export class UploadService {
       created_at: row.created_at.toISOString(),
       created_by: row.owner,
       files: (row.files as SampledFile[]).map((f) => ({ name: f.name, format: f.format, ...(f.csv ? { csv: f.csv } : {}) })),
-      written: writes.map((w) => ({ file: w.file_name, format: w.format, rows: Number(w.rows), bytes: Number(w.bytes), source_bytes: Number(w.source_bytes), parts: Number(w.parts), written_at: w.created_at.toISOString() })),
+      written: writes.map((w) => ({ file: w.file_name, format: w.format, rows: Number(w.rows), bytes: Number(w.bytes), source_bytes: Number(w.source_bytes), parts: Number(w.parts), rows_rejected: Number(w.rows_rejected), values_nulled: Number(w.values_nulled), written_at: w.created_at.toISOString() })),
       totals: this.totals(writes),
       snapshot: row.snapshot_id === null ? null : { snapshot_id: row.snapshot_id },
       rows_written: row.rows_written === null ? null : Number(row.rows_written),

@@ -6,6 +6,7 @@ import type { DefaultTimestamp, Json, NullableJson, PermissionPair, Timestamp } 
 export type ContractState = 'proposed' | 'accepted' | 'stale' | 'committed';
 export type ContractMode = 'declared' | 'infer' | 'dataset';
 export type CommitMode = 'append' | 'replace';
+export type OnErrorPolicy = 'fail' | 'null' | 'skip';
 
 export interface UploadContractsTable {
   contract_id: string;
@@ -22,6 +23,8 @@ export interface UploadContractsTable {
   state: ContractState;
   /** append (default) or replace: the commit's snapshot holds only this upload's files. */
   commit_mode: ColumnType<CommitMode, CommitMode | undefined, CommitMode>;
+  /** fail (default), null or skip: what a write does with a value it cannot store. */
+  on_error: ColumnType<OnErrorPolicy, OnErrorPolicy | undefined, OnErrorPolicy>;
   format: Json<Record<string, unknown>>;
   files: Json<unknown[]>;
   declared: NullableJson<unknown[]>;
@@ -49,6 +52,11 @@ export interface UploadWritesTable {
   source_bytes: number;
   /** How many parts the file became. */
   parts: ColumnType<number, number | undefined, number>;
+  /** Records the contract's on_error policy left out, and values it stored as NULL. */
+  rows_rejected: ColumnType<number, number | undefined, number>;
+  values_nulled: ColumnType<number, number | undefined, number>;
+  /** The staged CSV of the rejected values (blob key), when there were any. */
+  rejects_path: ColumnType<string | null, string | null | undefined, string | null>;
   created_at: DefaultTimestamp;
 }
 
