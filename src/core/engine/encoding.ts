@@ -30,10 +30,36 @@ export function textEncoding(name: string | undefined): TextEncoding {
  */
 const CP1252 = [...'\u20ac\u0081\u201a\u0192\u201e\u2026\u2020\u2021\u02c6\u2030\u0160\u2039\u0152\u008d\u017d\u008f\u0090\u2018\u2019\u201c\u201d\u2022\u2013\u2014\u02dc\u2122\u0161\u203a\u0153\u009d\u017e\u0178'];
 
+/** Each byte 0x80–0xFF of windows-1252 in UTF-8: 4 bytes a byte, the first its length. */
+const CP1252_UTF8 = new Uint8Array(128 * 4);
+for (let i = 0; i < 128; i++) {
+  const u = Buffer.from(i < 0x20 ? CP1252[i] : String.fromCharCode(0x80 + i), 'utf8');
+  CP1252_UTF8[i * 4] = u.length;
+  CP1252_UTF8.set(u, i * 4 + 1);
+}
+
+function cp1252ToUtf8(buf: Buffer): Buffer {
+  const out = Buffer.allocUnsafe(buf.length * 3);
+  let j = 0;
+  for (let i = 0; i < buf.length; i++) {
+    const b = buf[i];
+    if (b < 0x80) {
+      out[j++] = b;
+      continue;
+    }
+    const at = (b - 0x80) * 4;
+    const n = CP1252_UTF8[at];
+    out[j++] = CP1252_UTF8[at + 1];
+    out[j++] = CP1252_UTF8[at + 2];
+    if (n === 3) out[j++] = CP1252_UTF8[at + 3];
+  }
+  return out.subarray(0, j);
+}
+
 /** Bytes to UTF-8 for a single-byte encoding; undefined for UTF-8 (nothing to do). */
 function decoder(encoding: TextEncoding): ((buf: Buffer) => Buffer) | undefined {
   if (encoding === 'latin-1') return (buf) => Buffer.from(buf.toString('latin1'), 'utf8'); // ISO-8859-1: byte n is U+00nn
-  if (encoding === 'windows-1252') return (buf) => Buffer.from(buf.toString('latin1').replace(/[\x80-\x9f]/g, (c) => CP1252[c.charCodeAt(0) - 0x80]), 'utf8');
+  if (encoding === 'windows-1252') return cp1252ToUtf8;
   return undefined;
 }
 

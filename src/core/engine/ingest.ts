@@ -465,9 +465,10 @@ export class Ingestor {
     try {
       // A single-byte encoding becomes UTF-8 here, before the chunks (and DuckDB) see it; the limit
       // holds for the bytes sent (a character becomes at most 3 bytes).
-      const decoding = (input.options.encoding ?? 'utf-8') !== 'utf-8';
+      const encoding = input.format === 'parquet' ? undefined : input.options.encoding;
+      const decoding = (encoding ?? 'utf-8') !== 'utf-8';
       let sent = 0;
-      const body = decodingBody(input.body, input.options.encoding, (n) => {
+      const body = decodingBody(input.body, encoding, (n) => {
         sent += n;
         if (sent > input.maxBytes) throw input.tooLarge();
       });

@@ -5,9 +5,10 @@
  */
 import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
 import fc from 'fast-check';
+import fs from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createWorkspace, signIn, type TestUser } from '../../../test/clients.ts';
-import { createTestApp, type TestApp } from '../../../test/harness.ts';
+import { createTestApp, tempDir, type TestApp } from '../../../test/harness.ts';
 import { multipartBody } from '../../../test/multipart.ts';
 
 let t: TestApp;
@@ -179,6 +180,29 @@ describe('with format.encoding the file converts while it streams', () => {
     const { contract, rows } = await upload('bom', 'bom.csv', Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from('id,city\n1,Zürich\n')]));
     expect(contract.files[0].csv.encoding).toBe('utf-8');
     expect(rows).toEqual([{ id: '1', city: 'Zürich' }]);
+  });
+});
+
+describe('Parquet', () => {
+  it('ignores the encoding: its bytes are not text to convert, its strings are UTF-8 already', async () => {
+    const dir = tempDir('lakeport-enc-');
+    const file = `${dir.dir}/enc.parquet`;
+    await db.run(`COPY (SELECT 1::BIGINT AS id, 'Zürich €' AS city) TO '${file}' (FORMAT parquet)`);
+    const bytes = fs.readFileSync(file);
+    const footer = bytes.subarray(bytes.length - 8 - bytes.readUInt32LE(bytes.length - 8));
+    const res = await negotiate({ destination: 'sales.enc.pq', format: { encoding: 'windows-1252' } }, 'enc.parquet', footer);
+    expect(res.statusCode, res.body).toBe(201);
+    const contract = res.json();
+    expect(contract.files).toEqual([{ name: 'enc.parquet', format: 'parquet' }]);
+    await accepted(contract);
+    const w = await write(contract.contract_id, 'enc.parquet', bytes);
+    expect(w.statusCode, w.body).toBe(200);
+    dir.remove();
+    const done = await t.app.inject({ method: 'POST', url: `/upload/v2/contracts/${contract.contract_id}/commit`, headers: { authorization: `Bearer ${alice.token}` } });
+    expect(done.statusCode, done.body).toBe(200);
+    const [part] = await t.app.lakeport.catalog.snapshotFiles(done.json().snapshot.snapshot_id);
+    const rows = (await db.runAndReadAll('SELECT * FROM read_parquet($p)', { p: await t.deps.blobs.localPath(part.path) })).getRowObjectsJson();
+    expect(rows).toEqual([{ id: '1', city: 'Zürich €' }]);
   });
 });
 
