@@ -30,7 +30,7 @@ function tableRows(markdown: string, header: string): Row[] {
   return rows;
 }
 
-const codesIn = (cell: string) => [...cell.matchAll(/`([A-Z][A-Z_]*)`/g)].map((m) => m[1]);
+const codesIn = (cell: string) => [...cell.matchAll(/`([A-Z][A-Z0-9_]*)`/g)].map((m) => m[1]);
 
 const markdown = fs.readFileSync(path.join(import.meta.dirname, '../docs/errors.md'), 'utf8');
 

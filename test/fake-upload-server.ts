@@ -168,9 +168,21 @@ export class FakeUploadServer {
         files: samples.map((s) => ({
           name: s.name,
           format: /\.jsonl$/.test(s.name) ? 'jsonl' : /\.parquet$/.test(s.name) ? 'parquet' : 'csv',
+          ...(/\.parquet$/.test(s.name) ? {} : { encoding: contract.format?.encoding ?? 'utf-8' }),
           ...(/\.(jsonl|parquet)$/.test(s.name)
             ? {}
-            : { csv: { delimiter: contract.format?.delimiter ?? ',', quote: '"', escape: '"', header: contract.format?.header ?? true, newline: '\n', date_format: null, timestamp_format: null } }),
+            : {
+                csv: {
+                  delimiter: contract.format?.delimiter ?? ',',
+                  quote: '"',
+                  escape: '"',
+                  header: contract.format?.header ?? true,
+                  newline: '\n',
+                  date_format: null,
+                  timestamp_format: null,
+                  encoding: contract.format?.encoding ?? 'utf-8',
+                },
+              }),
         })),
         ...this.contract,
       };

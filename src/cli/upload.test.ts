@@ -214,17 +214,28 @@ describe('lakeport upload', () => {
     fs.writeFileSync(semi, 'id;qty\n1;2\n');
     const result = await run([semi, '--to', 'a.b.c', '--accept', '--delimiter', ';']);
     expect(result.code).toBe(0);
-    expect(result.stdout).toContain(`contract ct_1 for a.b.c: proposed (mode infer, requested auto)\ncsv: delimiter ';', quote '"', header yes\n\n`);
+    expect(result.stdout).toContain(`contract ct_1 for a.b.c: proposed (mode infer, requested auto)\ncsv: delimiter ';', quote '"', header yes, encoding utf-8\n\n`);
+  });
+
+  it('--encoding is sent as format.encoding and the plan shows it; an unknown one is a usage error', async () => {
+    const result = await run([ORDERS, '--to', 'a.b.c', '--accept', '--encoding', 'Latin-1']);
+    expect(result.code, result.stderr).toBe(0);
+    expect(fake.requests.find((r) => r.form)!.form!.contract.format).toEqual({ type: 'csv', encoding: 'latin-1' });
+    expect(result.stdout).toContain(`csv: delimiter ',', quote '"', header yes, encoding latin-1\n`);
+    const bad = await run([ORDERS, '--to', 'a.b.c', '--encoding', 'utf-16']);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain('--encoding must be one of utf-8, latin-1, iso-8859-1, windows-1252, cp1252, got "utf-16"');
   });
 
   it('dialectLines: once when the files agree, per file otherwise, with formats and an escape that differs', () => {
-    const d = { delimiter: '\t', quote: '"', escape: '"', header: true, newline: '\n', date_format: null, timestamp_format: null };
-    expect(dialectLines({ files: [{ name: 'a.csv', format: 'csv', csv: d }, { name: 'b.csv', format: 'csv', csv: d }] })).toEqual([`csv: delimiter '\\t', quote '"', header yes`]);
-    expect(dialectLines({ files: [{ name: 'a.csv', format: 'csv', csv: d }, { name: 'b.csv', format: 'csv', csv: { ...d, delimiter: '|', escape: '\\', header: false, date_format: '%d/%m/%Y' } }] })).toEqual([
-      `csv a.csv: delimiter '\\t', quote '"', header yes`,
-      `csv b.csv: delimiter '|', quote '"', escape '\\', header no, date format '%d/%m/%Y'`,
+    const d = { delimiter: '\t', quote: '"', escape: '"', header: true, newline: '\n', date_format: null, timestamp_format: null, encoding: 'utf-8' as const };
+    expect(dialectLines({ files: [{ name: 'a.csv', format: 'csv', csv: d }, { name: 'b.csv', format: 'csv', csv: d }] })).toEqual([`csv: delimiter '\\t', quote '"', header yes, encoding utf-8`]);
+    expect(dialectLines({ files: [{ name: 'a.csv', format: 'csv', csv: d }, { name: 'b.csv', format: 'csv', csv: { ...d, delimiter: '|', escape: '\\', header: false, date_format: '%d/%m/%Y', encoding: 'windows-1252' } }] })).toEqual([
+      `csv a.csv: delimiter '\\t', quote '"', header yes, encoding utf-8`,
+      `csv b.csv: delimiter '|', quote '"', escape '\\', header no, date format '%d/%m/%Y', encoding windows-1252`,
     ]);
     expect(dialectLines({ files: [{ name: 'a.jsonl', format: 'jsonl' }] })).toEqual([]);
+    expect(dialectLines({ files: [{ name: 'a.jsonl', format: 'jsonl', encoding: 'latin-1' }] })).toEqual(['jsonl: encoding latin-1']);
   });
 
   it('reports server errors, missing files and missing credentials in one line', async () => {

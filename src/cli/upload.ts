@@ -41,6 +41,8 @@ export const UPLOAD_USAGE = usage(['upload']);
 
 const MODES: readonly SchemaMode[] = ['auto', 'infer', 'declared', 'dataset'];
 const ON_ERROR: readonly OnErrorPolicy[] = ['fail', 'null', 'skip'];
+type Encoding = NonNullable<FormatOptions['encoding']>;
+const ENCODINGS: readonly Encoding[] = ['utf-8', 'latin-1', 'iso-8859-1', 'windows-1252', 'cp1252'];
 const DESTINATION = /^[A-Za-z0-9_]+\.[A-Za-z0-9_]+\.[A-Za-z0-9_]+$/;
 
 class UsageError extends Error {}
@@ -73,6 +75,7 @@ interface Options {
   message?: string;
   format?: FileFormat;
   delimiter?: string;
+  encoding?: Encoding;
   columns: DeclaredColumn[];
   ignore: string[];
   sampleBytes?: number;
@@ -97,6 +100,7 @@ function parseOptions(args: string[]): Options | 'help' {
         message: { type: 'string' },
         format: { type: 'string' },
         delimiter: { type: 'string' },
+        encoding: { type: 'string' },
         column: { type: 'string', multiple: true, default: [] },
         ignore: { type: 'string', multiple: true, default: [] },
         'sample-bytes': { type: 'string' },
@@ -122,6 +126,8 @@ function parseOptions(args: string[]): Options | 'help' {
     if (delimiter === '\\t' || delimiter.toLowerCase() === 'tab') delimiter = '\t';
     if (Buffer.byteLength(delimiter) !== 1) throw new UsageError(`--delimiter must be one single-byte character, got ${JSON.stringify(values.delimiter)}`);
   }
+  const encoding = values.encoding?.toLowerCase() as Encoding | undefined;
+  if (encoding !== undefined && !ENCODINGS.includes(encoding)) throw new UsageError(`--encoding must be one of ${ENCODINGS.join(', ')}, got ${JSON.stringify(values.encoding)}`);
   const columns = values.column.map((spec): DeclaredColumn => {
     const at = spec.indexOf('=');
     const name = at < 0 ? '' : spec.slice(0, at).trim();
@@ -158,6 +164,7 @@ function parseOptions(args: string[]): Options | 'help' {
     delimiter,
     columns,
     ignore,
+    encoding,
     sampleBytes,
     onError,
     rejects: values.rejects,
@@ -200,6 +207,7 @@ async function runUpload(options: Options, io: UploadIO): Promise<void> {
   const format: FormatOptions = {};
   if (options.format) format.type = options.format;
   if (options.delimiter !== undefined) format.delimiter = options.delimiter;
+  if (options.encoding !== undefined) format.encoding = options.encoding;
 
   let contract = await client.negotiate({
     destination: options.destination,
@@ -396,22 +404,34 @@ function printContract(out: NodeJS.WritableStream, contract: Contract): void {
 
 const shown = (c: string) => `'${c.replace(/\t/g, '\\t').replace(/\r/g, '\\r').replace(/\n/g, '\\n')}'`;
 
-/** How the server reads each CSV file (once when every file reads alike), e.g. `csv: delimiter ';', quote '"', header yes`. */
+/**
+ * How the server reads each text file (once when every file reads alike), e.g.
+ * `csv: delimiter ';', quote '"', header yes, encoding latin-1` or `jsonl: encoding utf-8`.
+ */
 export function dialectLines(contract: Pick<Contract, 'files'>): string[] {
-  const csv = (contract.files ?? []).filter((f) => f.csv).map((f) => ({ name: f.name, csv: f.csv! }));
-  const text = (d: (typeof csv)[number]['csv']) =>
-    [
+  const files = contract.files ?? [];
+  const jsonl = files.filter((f) => f.format === 'jsonl' && f.encoding).map((f) => ({ name: f.name, text: `encoding ${f.encoding}` }));
+  return [...sameOnce('csv', files.filter((f) => f.csv).map((f) => ({ name: f.name, text: csvText(f.csv!) }))), ...sameOnce('jsonl', jsonl)];
+}
+
+/** `format: text` once when every file's text is the same, otherwise a line per file. */
+function sameOnce(format: string, files: { name: string; text: string }[]): string[] {
+  if (files.length === 0) return [];
+  if (files.every((f) => f.text === files[0].text)) return [`${format}: ${files[0].text}`];
+  return files.map((f) => `${format} ${f.name}: ${f.text}`);
+}
+
+function csvText(d: NonNullable<Contract['files'][number]['csv']>): string {
+  return [
       `delimiter ${shown(d.delimiter)}`,
       `quote ${shown(d.quote)}`,
       ...(d.escape !== d.quote ? [`escape ${shown(d.escape)}`] : []),
       `header ${d.header ? 'yes' : 'no'}`,
       ...(d.date_format ? [`date format ${shown(d.date_format)}`] : []),
-      ...(d.timestamp_format ? [`timestamp format ${shown(d.timestamp_format)}`] : []),
-    ].join(', ');
-  const texts = csv.map((f) => text(f.csv));
-  if (texts.length === 0) return [];
-  if (texts.every((t) => t === texts[0])) return [`csv: ${texts[0]}`];
-  return csv.map((f, i) => `csv ${f.name}: ${texts[i]}`);
+    ...(d.timestamp_format ? [`timestamp format ${shown(d.timestamp_format)}`] : []),
+    // (A server from before encodings reads UTF-8 and does not say so.)
+    ...(d.encoding ? [`encoding ${d.encoding}`] : []),
+  ].join(', ');
 }
 
 function confirm(io: UploadIO, question: string): Promise<boolean> {

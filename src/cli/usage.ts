@@ -57,6 +57,8 @@ ${CLIENT_ENVIRONMENT}`,
                            dataset); earlier snapshots stay in its history
   --format FORMAT          csv, jsonl or parquet (default: from the file extension)
   --delimiter CHAR         CSV field delimiter (\\t for tab; .tsv files default to tab)
+  --encoding NAME          text encoding of CSV/JSONL files: utf-8 (default), latin-1
+                           (iso-8859-1) or windows-1252 (cp1252); converted while streaming
   --column NAME=TYPE       declare a column (--mode declared) or retype one; repeatable;
                            append " NOT NULL" to the type to declare it non-nullable
   --ignore NAME            leave a column out of the upload; repeatable

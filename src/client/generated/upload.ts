@@ -68,6 +68,11 @@ export interface paths {
                                 date_format?: string;
                                 /** @description strptime format of TIMESTAMP columns; sniffed when not given */
                                 timestamp_format?: string;
+                                /**
+                                 * @description Text encoding of CSV/JSONL files (default utf-8); latin-1 and windows-1252 are converted to UTF-8 while they stream. Parquet ignores it
+                                 * @enum {string}
+                                 */
+                                encoding?: "utf-8" | "latin-1" | "iso-8859-1" | "windows-1252" | "cp1252";
                             };
                         };
                         /** @description One part per file: a prefix (CSV/JSONL) or the footer (Parquet), named by its file name */
@@ -642,6 +647,11 @@ export interface components {
             files: {
                 name: string;
                 format: string;
+                /**
+                 * @description CSV and JSONL files: the text encoding every write of the file is read in
+                 * @enum {string}
+                 */
+                encoding?: "utf-8" | "latin-1" | "windows-1252";
                 /** @description CSV files: the dialect every write of the file is read with */
                 csv?: components["schemas"]["CsvDialect"];
             }[];
@@ -692,6 +702,11 @@ export interface components {
             newline: string;
             date_format: string | null;
             timestamp_format: string | null;
+            /**
+             * @description The text encoding the file is read in (converted to UTF-8 while it streams)
+             * @enum {string}
+             */
+            encoding: "utf-8" | "latin-1" | "windows-1252";
         };
         ErrorBody: {
             detail: string;

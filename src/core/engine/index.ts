@@ -11,3 +11,4 @@ export { ProcessQueryEngine, type ProcessQueryEngineOptions } from './query-host
 export { INPUT_LIMITS, sqlTextViolation, valueViolation, tooDeep, type LimitViolation } from './input-limits.ts';
 export { SandboxPool, DEFAULT_SANDBOX_POOL_OPTIONS, type SandboxPoolOptions, type SandboxPoolStats } from './sandbox-pool.ts';
 export { parseSize, SIZE } from './sizes.ts';
+export { TEXT_ENCODINGS, ENCODING_NAMES, textEncoding, decodeToUtf8, foreignBom, notUtf8, notUtf8Message, type TextEncoding, type NotUtf8 } from './encoding.ts';

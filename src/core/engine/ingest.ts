@@ -5,6 +5,7 @@ import path from 'node:path';
 import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
 import { splitIntoChunks, type Chunk } from './chunker.ts';
 import { countFileNewlines, csvDialect, csvRecordLine, csvRecordLines, jsonlRecordLine, jsonlRecordLines } from './csv-lines.ts';
+import { decodingBody, notUtf8InFile, notUtf8Message, type TextEncoding } from './encoding.ts';
 import { INPUT_LIMITS, jsonFileTooDeep } from './input-limits.ts';
 import { IPV4_REGEX, isNestedType, normalizeType, physicalType } from './types.ts';
 import { quoteIdent, quoteString } from './sql.ts';
@@ -21,6 +22,8 @@ export interface ReadOptions {
   /** strptime formats for DATE / TIMESTAMP columns (CSV); sniffed when not given. */
   date_format?: string;
   timestamp_format?: string;
+  /** How the text is encoded (CSV, JSONL); anything but UTF-8 is converted before DuckDB reads it. */
+  encoding?: TextEncoding;
 }
 
 /**
@@ -36,6 +39,8 @@ export interface CsvDialectInfo {
   newline: string;
   date_format: string | null;
   timestamp_format: string | null;
+  /** The file's text encoding (converted to UTF-8 while it streams). */
+  encoding: TextEncoding;
 }
 
 /** The read options of a dialect (a contract's `null_string` is kept from `base`). */
@@ -48,6 +53,7 @@ export function dialectOptions(dialect: CsvDialectInfo, base: ReadOptions = {}):
     header: dialect.header,
     date_format: dialect.date_format ?? undefined,
     timestamp_format: dialect.timestamp_format ?? undefined,
+    encoding: dialect.encoding,
   };
 }
 
@@ -339,6 +345,7 @@ export class Ingestor {
       newline,
       date_format: given.date_format ?? char(found.df) ?? null,
       timestamp_format: given.timestamp_format ?? char(found.tf) ?? null,
+      encoding: given.encoding ?? 'utf-8',
     };
   }
 
@@ -490,7 +497,7 @@ export class Ingestor {
         parts[chunk.index] = { path: destination, ...converted };
       } catch (error) {
         if (destination) await fs.rm(destination, { force: true });
-        errors.set(chunk.index, error);
+        errors.set(chunk.index, await this.notUtf8(chunk.path, input, error));
         failedAt = Math.min(failedAt, chunk.index);
       }
     };
@@ -511,7 +518,16 @@ export class Ingestor {
     };
 
     try {
-      const sourceBytes = await splitIntoChunks(input.body, {
+      // A single-byte encoding becomes UTF-8 here, before the chunks (and DuckDB) see it; the limit
+      // holds for the bytes sent (a character becomes at most 3 bytes).
+      const encoding = input.format === 'parquet' ? undefined : input.options.encoding;
+      const decoding = (encoding ?? 'utf-8') !== 'utf-8';
+      let sent = 0;
+      const body = decodingBody(input.body, encoding, (n) => {
+        sent += n;
+        if (sent > input.maxBytes) throw input.tooLarge();
+      });
+      const utf8Bytes = await splitIntoChunks(body, {
         dir,
         ext: `.${input.format}`,
         records: input.format === 'csv' ? 'csv' : input.format === 'jsonl' ? 'lines' : 'none',
@@ -520,7 +536,7 @@ export class Ingestor {
         chunkBytes,
         // A smaller first chunk gets DuckDB going sooner; until then only the receiving thread works.
         firstChunkBytes: Math.max(1, Math.floor(chunkBytes / 4)),
-        maxBytes: input.maxBytes,
+        maxBytes: decoding ? input.maxBytes * 3 : input.maxBytes,
         tooLarge: input.tooLarge,
         keep: () => failedAt === Infinity,
         onChunk: (chunk) => {
@@ -537,7 +553,7 @@ export class Ingestor {
         throw await this.relocate(error, chunks[failedAt], chunks, recordsBefore).catch(() => error);
       }
       const rejections = await rejected.placed(chunks, parts, input.format, input.options);
-      return { sourceBytes, parts, rejections };
+      return { sourceBytes: decoding ? sent : utf8Bytes, parts, rejections };
     } catch (error) {
       waiting.length = 0;
       await settled(); // conversions in flight still read their chunks and write their parts
@@ -546,6 +562,16 @@ export class Ingestor {
     } finally {
       await fs.rm(dir, { recursive: true, force: true });
     }
+  }
+
+  /**
+   * A UTF-8 file DuckDB could not read because part of it is not UTF-8: that, in words, with the line
+   * in the chunk (DuckDB's own message names no bytes, and may name no line or the wrong one).
+   */
+  private async notUtf8(file: string, input: { format: FileFormat; options: ReadOptions }, error: unknown): Promise<unknown> {
+    if (!(error instanceof FileShapeError) || input.format === 'parquet' || (input.options.encoding ?? 'utf-8') !== 'utf-8') return error;
+    const found = await notUtf8InFile(file).catch(() => undefined);
+    return found ? new FileShapeError(notUtf8Message(found), found.line) : error;
   }
 
   /** An error from converting `chunk`, with its line (and record) moved to the line in the whole upload. */

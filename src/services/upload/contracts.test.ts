@@ -240,10 +240,10 @@ describe('negotiation in each mode', () => {
     expect(c.issues).toEqual(expect.arrayContaining([expect.objectContaining({ code: 'FILES_DISAGREE', column: 'code', severity: 'warning' })]));
     expect(c.issues.find((i: { code: string }) => i.code === 'FILES_DISAGREE').message).toMatch(/a\.csv.*b\.csv|b\.csv.*a\.csv/);
     // Each CSV file carries the dialect its writes are read with.
-    const csv = { delimiter: ',', quote: '"', escape: '"', header: true, newline: '\n', date_format: null, timestamp_format: null };
+    const csv = { delimiter: ',', quote: '"', escape: '"', header: true, newline: '\n', date_format: null, timestamp_format: null, encoding: 'utf-8' };
     expect(c.files).toEqual([
-      { name: 'a.csv', format: 'csv', csv },
-      { name: 'b.csv', format: 'csv', csv },
+      { name: 'a.csv', format: 'csv', encoding: 'utf-8', csv },
+      { name: 'b.csv', format: 'csv', encoding: 'utf-8', csv },
     ]);
   });
 

@@ -62,7 +62,7 @@ describe('CSV dialects', () => {
   it("a ';'-separated file is sniffed, the dialect is in the contract, and the write splits on ';'", async () => {
     const { contract, rows } = await upload('semi', 'semi.csv', 'a;b\n1;x\n2;y\n');
     expect(contract.files).toEqual([
-      { name: 'semi.csv', format: 'csv', csv: { delimiter: ';', quote: '"', escape: '"', header: true, newline: '\n', date_format: null, timestamp_format: null } },
+      { name: 'semi.csv', format: 'csv', encoding: 'utf-8', csv: { delimiter: ';', quote: '"', escape: '"', header: true, newline: '\n', date_format: null, timestamp_format: null, encoding: 'utf-8' } },
     ]);
     expect(contract.plan.map((p: { column: string; target_type: string }) => [p.column, p.target_type])).toEqual([
       ['a', 'BIGINT'],

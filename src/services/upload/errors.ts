@@ -2,6 +2,7 @@ import { defineErrors } from '../../core/errors/index.ts';
 
 export const UPLOAD_ERRORS = {
   SAMPLE_UNREADABLE: 400,
+  SAMPLE_NOT_UTF8: 400,
   CONTRACT_NOT_FOUND: 404,
   MODE_NOT_APPLICABLE: 409,
   CANNOT_RETYPE: 409,

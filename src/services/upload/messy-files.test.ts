@@ -159,7 +159,7 @@ describe('CSV', () => {
   it('tab-separated values (format.delimiter "\\t", a .tsv file)', async () => {
     const file = 'id\tname\tnote\n1\tLovelace, Ada\thas, commas\n2\tBob\t"quoted\ttab"\n';
     const { contract } = await upload('tsv', 'data.tsv', file, { format: { delimiter: '\t' } });
-    expect(contract.files).toEqual([{ name: 'data.tsv', format: 'csv', csv: expect.objectContaining({ delimiter: '\t', header: true }) }]);
+    expect(contract.files).toEqual([{ name: 'data.tsv', format: 'csv', encoding: 'utf-8', csv: expect.objectContaining({ delimiter: '\t', header: true }) }]);
     expect(targets(contract)).toEqual({ id: 'BIGINT', name: 'VARCHAR', note: 'VARCHAR' });
     expect(await staged(contract.contract_id)).toEqual([
       { id: '1', name: 'Lovelace, Ada', note: 'has, commas' },
@@ -284,7 +284,7 @@ describe('JSONL', () => {
   it('a missing key is NULL', async () => {
     const file = '{"id":1,"name":"a","score":1.5}\n{"id":2,"score":2}\n{"id":3,"name":"c"}\n{"name":"d","id":4,"score":null}\n';
     const { contract, written } = await upload('jsonl_missing', 'gaps.jsonl', file, {}, 'application/x-ndjson');
-    expect(contract.files).toEqual([{ name: 'gaps.jsonl', format: 'jsonl' }]);
+    expect(contract.files).toEqual([{ name: 'gaps.jsonl', format: 'jsonl', encoding: 'utf-8' }]);
     expect(targets(contract)).toEqual({ id: 'BIGINT', name: 'VARCHAR', score: 'DOUBLE' });
     expect(written.written[0]).toMatchObject({ format: 'jsonl', rows: 4 });
     expect(await staged(contract.contract_id)).toEqual([

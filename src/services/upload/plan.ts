@@ -1,6 +1,6 @@
 import crypto from 'node:crypto';
 import type { ColumnDef } from '../../core/catalog/index.ts';
-import { commonType, isWidening, physicalType, type CsvDialectInfo, type SourceColumn } from '../../core/engine/index.ts';
+import { commonType, isWidening, physicalType, type CsvDialectInfo, type SourceColumn, type TextEncoding } from '../../core/engine/index.ts';
 
 export type PlanAction = 'keep' | 'retag' | 'widen' | 'cast' | 'ignored' | 'undeclared' | 'unsupported';
 
@@ -26,6 +26,8 @@ export interface SampledFile {
   name: string;
   format: string;
   columns: SourceColumn[];
+  /** CSV and JSONL: the text encoding (absent in contracts from before encodings: UTF-8). */
+  encoding?: TextEncoding;
   /** CSV: the dialect negotiated for the file (sniffed, with the client's options winning). */
   csv?: CsvDialectInfo;
 }

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { ENCODING_NAMES, TEXT_ENCODINGS } from '../../core/engine/index.ts';
 import { BinaryBody } from '../../core/http/index.ts';
 
 const Column = z.object({
@@ -38,6 +39,10 @@ export const ContractRequest = z.object({
       null_string: z.string().max(32).optional(),
       date_format: z.string().min(1).max(64).optional().describe('strptime format of DATE columns; sniffed when not given'),
       timestamp_format: z.string().min(1).max(64).optional().describe('strptime format of TIMESTAMP columns; sniffed when not given'),
+      encoding: z
+        .enum(Object.keys(ENCODING_NAMES) as [string, ...string[]])
+        .optional()
+        .describe('Text encoding of CSV/JSONL files (default utf-8); latin-1 and windows-1252 are converted to UTF-8 while they stream. Parquet ignores it'),
     })
     .optional(),
 });
@@ -77,6 +82,7 @@ export const CsvDialect = z
     newline: z.string().describe('The record separator the sample has (informational)'),
     date_format: z.string().nullable(),
     timestamp_format: z.string().nullable(),
+    encoding: z.enum(TEXT_ENCODINGS).describe('The text encoding the file is read in (converted to UTF-8 while it streams)'),
   })
   .describe("The CSV dialect every write of the file is read with: DuckDB's sniffer's findings on the sample, with the client's options winning")
   .meta({ id: 'CsvDialect' });
@@ -121,7 +127,14 @@ export const Contract = z
     expires_at: z.string(),
     created_at: z.string(),
     created_by: z.string(),
-    files: z.array(z.object({ name: z.string(), format: z.string(), csv: CsvDialect.optional().describe('CSV files: the dialect every write of the file is read with') })),
+    files: z.array(
+      z.object({
+        name: z.string(),
+        format: z.string(),
+        encoding: z.enum(TEXT_ENCODINGS).optional().describe('CSV and JSONL files: the text encoding every write of the file is read in'),
+        csv: CsvDialect.optional().describe('CSV files: the dialect every write of the file is read with'),
+      }),
+    ),
     written: z.array(WrittenFile.extend({ written_at: z.string() })),
     totals: Totals,
     snapshot: z.object({ snapshot_id: z.number() }).nullable(),

@@ -5,7 +5,24 @@ import { Readable } from 'node:stream';
 import { mayAccessOwned, type Authorizer, type Principal } from '../../core/authz/index.ts';
 import { normalizeRef, type Catalog, type ColumnDef, type Dataset, type DatasetRef, type Snapshot } from '../../core/catalog/index.ts';
 import { newId } from '../../core/crypto/index.ts';
-import { dialectOptions, FileShapeError, normalizeType, physicalType, ValueNotStorableError, type FileFormat, type Ingestor, type OnError, type ReadOptions, type SourceColumn } from '../../core/engine/index.ts';
+import {
+  decodeToUtf8,
+  dialectOptions,
+  FileShapeError,
+  foreignBom,
+  normalizeType,
+  notUtf8,
+  notUtf8Message,
+  physicalType,
+  textEncoding,
+  ValueNotStorableError,
+  type FileFormat,
+  type Ingestor,
+  type OnError,
+  type ReadOptions,
+  type SourceColumn,
+  type TextEncoding,
+} from '../../core/engine/index.ts';
 import type { Logger } from '../../core/logger.ts';
 import { AppError, isAppError, RequestValidationError } from '../../core/errors/index.ts';
 import type { BlobStore } from '../../core/storage/index.ts';
@@ -64,6 +81,7 @@ export interface Sample {
 }
 
 const PARQUET_MAGIC = Buffer.from('PAR1');
+const UTF8_BOM = Buffer.from([0xef, 0xbb, 0xbf]);
 
 export function formatOf(name: string, declared?: string): FileFormat {
   if (declared === 'csv' || declared === 'jsonl' || declared === 'parquet') return declared;
@@ -152,7 +170,7 @@ export class UploadService {
     const options = this.readOptions(request);
     const files = await Promise.all(samples.map((s) => this.inspectSample(s, options, request.format?.type)));
     const values = this.sampleValues(files.map((f) => f.values));
-    const sampled: SampledFile[] = files.map((f) => ({ name: f.name, format: f.format, columns: f.columns, ...(f.csv ? { csv: f.csv } : {}) }));
+    const sampled: SampledFile[] = files.map((f) => ({ name: f.name, format: f.format, columns: f.columns, ...(f.format === 'parquet' ? {} : { encoding: options.encoding ?? 'utf-8' }), ...(f.csv ? { csv: f.csv } : {}) }));
     const declared = mode === 'declared' ? request.schema.columns!.map((c) => this.declaredColumn(c)) : null;
     const planned = this.plan(mode, sampled, declared, dataset, {});
     const row = await this.deps.repo.insertContract({
@@ -216,7 +234,16 @@ export class UploadService {
 
   private readOptions(request: ContractRequest): ReadOptions {
     const f = request.format ?? {};
-    return { delimiter: f.delimiter, header: f.header, quote: f.quote, escape: f.escape, null_string: f.null_string, date_format: f.date_format, timestamp_format: f.timestamp_format };
+    return {
+      delimiter: f.delimiter,
+      header: f.header,
+      quote: f.quote,
+      escape: f.escape,
+      null_string: f.null_string,
+      date_format: f.date_format,
+      timestamp_format: f.timestamp_format,
+      ...(f.encoding ? { encoding: textEncoding(f.encoding) } : {}),
+    };
   }
 
   private declaredColumn(c: { name: string; type: string; nullable?: boolean }): ColumnDef {
@@ -236,13 +263,38 @@ export class UploadService {
       }
       file = `${sample.path}.parquet`;
       await fsp.writeFile(file, Buffer.concat([PARQUET_MAGIC, footer]));
-    }
+    } else file = await this.utf8Sample(sample, options.encoding ?? 'utf-8');
     try {
       const schema = await this.deps.ingestor.inspect(file, format, options);
       return { name: sample.name, format, columns: schema.columns, values: schema.values, csv: schema.csv };
     } catch (error) {
       throw contractError('SAMPLE_UNREADABLE', `The sample of ${sample.name} cannot be read as ${format}: ${(error as Error).message.split('\n')[0]}`, { file: sample.name });
     }
+  }
+
+  /**
+   * A text sample as UTF-8 (a local file): a single-byte one converted, a UTF-8 one checked, so a file
+   * in another encoding is refused in words (DuckDB only says "Invalid unicode" at some line).
+   */
+  private async utf8Sample(sample: Sample, encoding: TextEncoding): Promise<string> {
+    const bytes = await fsp.readFile(sample.path);
+    const bom = foreignBom(bytes);
+    if (bom) {
+      throw contractError('SAMPLE_NOT_UTF8', `The sample of ${sample.name} starts with a ${bom} byte order mark: the file is ${bom}, which Lakeport does not read; save it as UTF-8 (or Latin-1/Windows-1252 with "format": {"encoding": …})`, { file: sample.name, encoding: bom });
+    }
+    if (encoding === 'utf-8') {
+      const found = notUtf8(bytes);
+      if (found) {
+        throw contractError('SAMPLE_NOT_UTF8', `The sample of ${sample.name} is not UTF-8: ${notUtf8Message(found)}`, { file: sample.name, line: found.line, bytes: found.bytes, suggested_encoding: found.guess });
+      }
+      return sample.path;
+    }
+    if (bytes.subarray(0, 3).equals(UTF8_BOM)) {
+      throw contractError('SAMPLE_UNREADABLE', `The sample of ${sample.name} starts with a UTF-8 byte order mark, so the file is UTF-8, not ${encoding}: leave the encoding out`, { file: sample.name });
+    }
+    const file = `${sample.path}.utf8`;
+    await fsp.writeFile(file, decodeToUtf8(bytes, encoding));
+    return file;
   }
 
   private sampleValues(perFile: Record<string, unknown>[]): Record<string, unknown> {
@@ -661,7 +713,13 @@ export class UploadService {
       expires_at: row.expires_at.toISOString(),
       created_at: row.created_at.toISOString(),
       created_by: row.owner,
-      files: (row.files as SampledFile[]).map((f) => ({ name: f.name, format: f.format, ...(f.csv ? { csv: f.csv } : {}) })),
+      // (Contracts from before encodings read everything as UTF-8.)
+      files: (row.files as SampledFile[]).map((f) => ({
+        name: f.name,
+        format: f.format,
+        ...(f.format === 'parquet' ? {} : { encoding: f.encoding ?? 'utf-8' }),
+        ...(f.csv ? { csv: { ...f.csv, encoding: f.csv.encoding ?? 'utf-8' } } : {}),
+      })),
       written: writes.map((w) => ({ file: w.file_name, format: w.format, rows: Number(w.rows), bytes: Number(w.bytes), source_bytes: Number(w.source_bytes), parts: Number(w.parts), rows_rejected: Number(w.rows_rejected), values_nulled: Number(w.values_nulled), written_at: w.created_at.toISOString() })),
       totals: this.totals(writes),
       snapshot: row.snapshot_id === null ? null : { snapshot_id: row.snapshot_id },
