@@ -29,6 +29,7 @@ export async function createAppDeps(config: Config, provided: ProvidedDeps, log:
     ingestor: provided.ingestor ?? (await Ingestor.create({ tempDirectory: path.join(tmp, 'duckdb') })),
     reader: provided.reader ?? (await RowReader.create({ tempDirectory: path.join(tmp, 'duckdb-read'), scratchDirectory: path.join(tmp, 'read-out') })),
     scratchDir: path.join(tmp, 'scratch'),
+    plans: config.plans,
     analyzer: provided.analyzer ?? (await SqlAnalyzer.create()),
     jobs: {
       timeoutMs: config.jobTimeoutSeconds * 1000,

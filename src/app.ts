@@ -11,7 +11,7 @@ import { clientErrorHandler, frameworkErrors, registerErrorHandling } from './co
 import { mountApi, registerInputGuards, requestIdOptions, type AdminToken, type PublicUrl, type ServiceModule } from './core/http/index.ts';
 import type { Ingestor, RowReader, SqlAnalyzer } from './core/engine/index.ts';
 import type { BlobStore } from './core/storage/index.ts';
-import { catalogNamespaces, createAccountsService, openAccountRecords, type AccountService, type WorkspaceService } from './services/accounts/index.ts';
+import { catalogNamespaces, createAccountsService, openAccountRecords, type AccountService, type PlanSettings, type WorkspaceService } from './services/accounts/index.ts';
 import { createAuthService, type AuthService } from './services/auth/index.ts';
 import { createPolicyService, PolicyStore, type PolicyService } from './services/policy/index.ts';
 import { createJobsService, type ExternalReadOptions, type JobsService, type ResultPolicy, type WorkerPool } from './services/jobs/index.ts';
@@ -32,6 +32,8 @@ export interface AppDeps {
   /** Local scratch space for uploads in flight and downloads. */
   scratchDir: string;
   analyzer: SqlAnalyzer;
+  /** Service-account quota per plan, and the plan of accounts not given one. */
+  plans: PlanSettings;
   jobs: {
     timeoutMs: number;
     workers: number;
@@ -179,6 +181,9 @@ async function createServices(deps: AppDeps, log: FastifyBaseLogger) {
   });
   const accountService = createAccountsService({
     ...accounts,
+    db: deps.db,
+    serviceAccountCredentials: auth.delegated,
+    plans: deps.plans,
     verifier: auth.verifier,
     authz,
     namespaces: catalogNamespaces(catalog),

@@ -10,6 +10,20 @@ const optionalString = z
   .optional()
   .transform((v) => (v === undefined || v.trim() === '' ? undefined : v.trim()));
 
+/** Service-account quota per plan, unless LAKEPORT_PLANS says otherwise (docs/operations.md). */
+const DEFAULT_PLANS = 'free=2,team=25,enterprise=500';
+
+/** `free=2,team=25` → {free: 2, team: 25}; undefined when malformed. */
+function parsePlans(value: string): Record<string, number> | undefined {
+  const plans: Record<string, number> = {};
+  for (const pair of value.split(',').map((s) => s.trim()).filter((s) => s !== '')) {
+    const match = /^([a-z0-9][a-z0-9_-]{0,31})=(\d{1,7})$/.exec(pair);
+    if (!match || Number(match[2]) > 1_000_000 || Object.hasOwn(plans, match[1])) return undefined;
+    plans[match[1]] = Number(match[2]);
+  }
+  return Object.keys(plans).length > 0 ? plans : undefined;
+}
+
 const EnvSchema = z.object({
   HOST: z.string().default('127.0.0.1'),
   PORT: port.default(8080),
@@ -51,6 +65,13 @@ const EnvSchema = z.object({
   LAKEPORT_RESULT_RETENTION_HOURS: z.coerce.number().min(0.01).max(24 * 365).default(24),
   LAKEPORT_EXTERNAL_S3_ENDPOINT: optionalString.pipe(z.url({ protocol: /^https?$/ }).optional()),
   LAKEPORT_EXTERNAL_READ_MAX_BYTES: optionalString.pipe(z.coerce.number<string | undefined>().int().min(1).optional()),
+  LAKEPORT_PLANS: z
+    .string()
+    .default(DEFAULT_PLANS)
+    .superRefine((v, ctx) => {
+      if (parsePlans(v) === undefined) ctx.addIssue({ code: 'custom', message: 'must be comma-separated NAME=QUOTA pairs such as free=2,team=25 (names a-z 0-9 _ -, quotas 0-1000000)' });
+    }),
+  LAKEPORT_DEFAULT_PLAN: z.string().default('free'),
   LAKEPORT_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   LAKEPORT_TRUST_PROXY: optionalString.superRefine((v, ctx) => {
     if (v === undefined || /^(true|false)$/i.test(v)) return;
@@ -111,6 +132,8 @@ export interface Config {
    */
   readonly externalS3Endpoint: string | undefined;
   readonly externalReadMaxBytes: number;
+  /** Service-account quota per plan (`LAKEPORT_PLANS`) and the plan of accounts not given one (`LAKEPORT_DEFAULT_PLAN`). */
+  readonly plans: { readonly quotas: Readonly<Record<string, number>>; readonly defaultPlan: string };
 }
 
 export class ConfigError extends Error {}
@@ -138,6 +161,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     throw new ConfigError(`invalid configuration: ${lines.join('; ')}`);
   }
   const e = parsed.data;
+  const quotas = parsePlans(e.LAKEPORT_PLANS)!;
+  if (!Object.hasOwn(quotas, e.LAKEPORT_DEFAULT_PLAN)) {
+    throw new ConfigError(`invalid configuration: LAKEPORT_DEFAULT_PLAN: '${e.LAKEPORT_DEFAULT_PLAN}' is not a plan of LAKEPORT_PLANS (${Object.keys(quotas).join(', ')})`);
+  }
   return Object.freeze({
     host: e.HOST,
     port: e.PORT,
@@ -169,5 +196,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     resultRetentionMs: e.LAKEPORT_RESULT_RETENTION_HOURS * 3600_000,
     externalS3Endpoint: e.LAKEPORT_EXTERNAL_S3_ENDPOINT,
     externalReadMaxBytes: e.LAKEPORT_EXTERNAL_READ_MAX_BYTES ?? 1024 ** 3,
+    plans: { quotas: Object.freeze(quotas), defaultPlan: e.LAKEPORT_DEFAULT_PLAN },
   });
 }

@@ -37,6 +37,7 @@ const OWNERS: Record<string, string> = {
   members: ACCOUNTS,
   workspaces: ACCOUNTS,
   purged_workspaces: ACCOUNTS,
+  service_accounts: ACCOUNTS,
   policies: POLICY,
   catalog_namespaces: CATALOG,
   catalog_collections: CATALOG,

@@ -27,6 +27,9 @@ export type ManagementAction =
   | 'member.remove'
   | 'member.accept'
   | 'workspace.create'
+  | 'service_account.add'
+  | 'service_account.remove'
+  | 'service_account.credentials'
   // workspace level: pairs covering `<ws>.*` with owner (or unnarrowed)
   | 'workspace.delete'
   // credentials of the caller's own identity
@@ -52,6 +55,9 @@ const ACCOUNT_LEVEL: ReadonlySet<ManagementAction> = new Set([
   'member.remove',
   'member.accept',
   'workspace.create',
+  'service_account.add',
+  'service_account.remove',
+  'service_account.credentials',
 ]);
 
 const DESCRIBE: Record<ManagementAction, string> = {
@@ -63,6 +69,9 @@ const DESCRIBE: Record<ManagementAction, string> = {
   'member.remove': 'remove account members or leave an account',
   'member.accept': 'accept an account invite',
   'workspace.create': 'create workspaces',
+  'service_account.add': 'add service accounts',
+  'service_account.remove': 'remove service accounts',
+  'service_account.credentials': "manage service accounts' credentials",
   'workspace.delete': 'delete a workspace',
   'credential.create': 'create credentials',
   'credential.read': "see the identity's other credentials",

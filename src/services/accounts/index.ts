@@ -7,6 +7,8 @@ import type { Logger } from '../../core/logger.ts';
 import { accountRoutes } from './account-routes.ts';
 import { AccountService } from './account-service.ts';
 import { WorkspaceRepo } from './workspace-repo.ts';
+import { serviceAccountRoutes } from './service-account-routes.ts';
+import { ServiceAccountService, type PlanSettings, type ServiceAccountCredentials } from './service-account-service.ts';
 import type { WorkspaceDirectory } from './workspace-directory.ts';
 import { workspaceRoutes } from './workspace-routes.ts';
 import { WorkspaceService, type GenesisPort, type LakeFiles, type NamespacePort, type PolicyPurgePort } from './workspace-service.ts';
@@ -14,6 +16,7 @@ import { WorkspaceService, type GenesisPort, type LakeFiles, type NamespacePort,
 export { AccountService } from './account-service.ts';
 export { WorkspaceRepo } from './workspace-repo.ts';
 export { WorkspaceService, GRACE_MS, type Guards, type NamespacePort, type GenesisPort, type PolicyPurgePort, type LakeFiles } from './workspace-service.ts';
+export { ServiceAccountService, setAccountPlan, type PlanSettings, type ServiceAccountCredentials } from './service-account-service.ts';
 export { assertLive, requireLiveWorkspace, type WorkspaceDirectory, type WorkspaceEntry } from './workspace-directory.ts';
 
 /** The catalog as the account service sees a workspace's namespace. */
@@ -38,6 +41,10 @@ export function openAccountRecords(db: Db) {
 export type AccountRecords = ReturnType<typeof openAccountRecords>;
 
 export interface AccountsOptions extends AccountRecords {
+  db: Db;
+  /** The authentication service's credentials, for service accounts (auth's `delegated`). */
+  serviceAccountCredentials: ServiceAccountCredentials;
+  plans: PlanSettings;
   verifier: TokenVerifier;
   authz: Authorizer;
   namespaces: NamespacePort;
@@ -66,16 +73,19 @@ export function createAccountsService(options: AccountsOptions) {
     files: options.lake,
     log: options.log,
   });
+  const serviceAccounts = new ServiceAccountService(options.db, accounts, options.serviceAccountCredentials, options.plans);
   const common = accountRoutes({ accounts, verifier: options.verifier });
   const routesFor =
     (flavor: 'billing' | 'control'): FastifyPluginAsync =>
     async (app) => {
       await app.register(common);
       await app.register(workspaceRoutes({ workspaces, verifier: options.verifier }, flavor));
+      if (flavor === 'control') await app.register(serviceAccountRoutes({ serviceAccounts, verifier: options.verifier }));
     };
   return serviceModule({
     accounts,
     workspaces,
+    serviceAccounts,
     records,
     directory,
     apis: [
