@@ -125,6 +125,12 @@ export class AccountRepo {
     return serviceAccountOwner(this.db, identity);
   }
 
+  /** The identities of the account's service accounts. */
+  async serviceAccountsOf(accountId: string): Promise<string[]> {
+    const rows = await this.db.selectFrom('service_accounts').select('identity').where('account_id', '=', accountId).orderBy('identity').execute();
+    return rows.map((r) => r.identity);
+  }
+
   /** Serialises membership and service-account changes of one identity (transaction-scoped). */
   lockIdentity(identity: string): Promise<void> {
     return lockIdentity(this.db, identity);

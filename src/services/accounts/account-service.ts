@@ -210,7 +210,7 @@ export class AccountService {
     return accountView(updated);
   }
 
-  /** Deactivates the account and deletes its members, unless a workspace still references it (409). */
+  /** Deactivates the account and deletes its members, unless a workspace still references it or it has service accounts (409). */
   async deleteAccount(caller: string, accountId: string): Promise<AccountView> {
     return this.repo.transaction(async (repo) => {
       await this.authorize(repo, caller, accountId, 'billing_admin', true);
@@ -220,6 +220,14 @@ export class AccountService {
           'ACCOUNT_HAS_WORKSPACES',
           `Account ${accountId} is still the billing account of workspace(s) ${workspaces.join(', ')}; delete them first`,
           { extra: { workspaces } },
+        );
+      }
+      const serviceAccounts = await repo.serviceAccountsOf(accountId);
+      if (serviceAccounts.length > 0) {
+        throw accountsError(
+          'ACCOUNT_HAS_SERVICE_ACCOUNTS',
+          `Account ${accountId} still has service account(s) ${serviceAccounts.join(', ')}; remove them first (that revokes their credentials)`,
+          { extra: { service_accounts: serviceAccounts } },
         );
       }
       const account = await repo.deactivateAccount(accountId, new Date());

@@ -341,3 +341,17 @@ describe('service accounts across tenants', () => {
     expect((await carol.request('GET', sa('acct_doesnotexist'))).json().code).toBe('ACCOUNT_NOT_FOUND');
   });
 });
+
+describe('service accounts and account deletion', () => {
+  it('an account with service accounts cannot be deleted (409 ACCOUNT_HAS_SERVICE_ACCOUNTS) until they are removed', async () => {
+    const alice = await login('alice');
+    const accountId = await accountOf(alice);
+    const svc = uid('svc-last');
+    expect((await add(alice, accountId, svc)).statusCode).toBe(201);
+    const refused = await alice.request('DELETE', `/control/v1/accounts/${accountId}`);
+    expect(refused.statusCode, refused.body).toBe(409);
+    expect(refused.json()).toMatchObject({ code: 'ACCOUNT_HAS_SERVICE_ACCOUNTS', service_accounts: [svc] });
+    expect((await alice.request('DELETE', `${sa(accountId)}/${svc}`)).statusCode).toBe(200);
+    expect((await alice.request('DELETE', `/control/v1/accounts/${accountId}`)).statusCode).toBe(200);
+  });
+});
