@@ -31,6 +31,7 @@ export async function createAppDeps(config: Config, provided: ProvidedDeps, log:
     reader: provided.reader ?? (await RowReader.create({ tempDirectory: path.join(tmp, 'duckdb-read'), scratchDirectory: path.join(tmp, 'read-out') })),
     scratchDir: path.join(tmp, 'scratch'),
     payments: provided.payments ?? createPaymentProcessor(config.payments),
+    plans: config.plans,
     analyzer: provided.analyzer ?? (await SqlAnalyzer.create()),
     dns: { servers: config.dnsServers, timeoutMs: config.dnsTimeoutMs, tries: config.dnsTries },
     jobs: {

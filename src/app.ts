@@ -11,7 +11,7 @@ import { clientErrorHandler, frameworkErrors, registerErrorHandling } from './co
 import { mountApi, registerInputGuards, requestIdOptions, type AdminToken, type PublicUrl, type ServiceModule } from './core/http/index.ts';
 import type { Ingestor, RowReader, SqlAnalyzer } from './core/engine/index.ts';
 import type { BlobStore } from './core/storage/index.ts';
-import { catalogNamespaces, createAccountsService, dnsTxtResolver, openAccountRecords, type AccountService, type DnsOptions, type DomainService, type PaymentEventHook, type PaymentProcessor, type WorkspaceService } from './services/accounts/index.ts';
+import { catalogNamespaces, createAccountsService, dnsTxtResolver, openAccountRecords, type AccountService, type DnsOptions, type DomainService, type PaymentEventHook, type PaymentProcessor, type PlanSettings, type WorkspaceService } from './services/accounts/index.ts';
 import { createAuthService, type AuthService } from './services/auth/index.ts';
 import { createPolicyService, PolicyStore, type PolicyService } from './services/policy/index.ts';
 import { createJobsService, type ExternalReadOptions, type JobsService, type ResultPolicy, type WorkerPool } from './services/jobs/index.ts';
@@ -38,6 +38,8 @@ export interface AppDeps {
   payments?: PaymentProcessor;
   /** Told of each settled payment (for the notification feed). */
   onPaymentEvent?: PaymentEventHook;
+  /** Service-account quota per plan, and the plan of accounts not given one. */
+  plans: PlanSettings;
   jobs: {
     timeoutMs: number;
     workers: number;
@@ -186,6 +188,8 @@ async function createServices(deps: AppDeps, log: FastifyBaseLogger) {
   });
   const accountService = createAccountsService({
     ...accounts,
+    serviceAccountCredentials: auth.delegated,
+    plans: deps.plans,
     verifier: auth.verifier,
     authz,
     namespaces: catalogNamespaces(catalog),
@@ -200,7 +204,6 @@ async function createServices(deps: AppDeps, log: FastifyBaseLogger) {
     },
     genesisRoute: policy.genesisRoute('accounts'),
     log: log.child({ module: 'accounts' }),
-    db: deps.db,
     domains: { resolveTxt: dnsTxtResolver(deps.dns) },
     payments: deps.payments,
     onPaymentEvent: deps.onPaymentEvent,

@@ -53,6 +53,15 @@ describe('loadConfig', () => {
     }
   });
 
+  it('reads the plans and their service-account quotas (LAKEPORT_PLANS, LAKEPORT_DEFAULT_PLAN)', () => {
+    expect(loadConfig({}).plans).toEqual({ quotas: { free: 2, team: 25, enterprise: 500 }, defaultPlan: 'free' });
+    expect(loadConfig({ LAKEPORT_PLANS: 'starter=1, pro=50', LAKEPORT_DEFAULT_PLAN: 'starter' }).plans).toEqual({ quotas: { starter: 1, pro: 50 }, defaultPlan: 'starter' });
+    for (const plans of ['free', 'free=-1', 'Free=2', 'free=2,free=3', '', 'free=2000000']) {
+      expect(() => loadConfig({ LAKEPORT_PLANS: plans }), plans).toThrow(ConfigError);
+    }
+    expect(() => loadConfig({ LAKEPORT_PLANS: 'team=25' })).toThrow(/LAKEPORT_DEFAULT_PLAN/);
+  });
+
   it('reads LAKEPORT_TRUST_PROXY (the source address that throttling counts by)', () => {
     expect(loadConfig({}).trustProxy).toBe(false);
     expect(loadConfig({ LAKEPORT_TRUST_PROXY: 'false' }).trustProxy).toBe(false);

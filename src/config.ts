@@ -11,6 +11,20 @@ const optionalString = z
   .optional()
   .transform((v) => (v === undefined || v.trim() === '' ? undefined : v.trim()));
 
+/** Service-account quota per plan, unless LAKEPORT_PLANS says otherwise (docs/operations.md). */
+const DEFAULT_PLANS = 'free=2,team=25,enterprise=500';
+
+/** `free=2,team=25` → {free: 2, team: 25}; undefined when malformed. */
+function parsePlans(value: string): Record<string, number> | undefined {
+  const plans: Record<string, number> = {};
+  for (const pair of value.split(',').map((s) => s.trim()).filter((s) => s !== '')) {
+    const match = /^([a-z0-9][a-z0-9_-]{0,31})=(\d{1,7})$/.exec(pair);
+    if (!match || Number(match[2]) > 1_000_000 || Object.hasOwn(plans, match[1])) return undefined;
+    plans[match[1]] = Number(match[2]);
+  }
+  return Object.keys(plans).length > 0 ? plans : undefined;
+}
+
 const EnvSchema = z.object({
   HOST: z.string().default('127.0.0.1'),
   PORT: port.default(8080),
@@ -66,6 +80,13 @@ const EnvSchema = z.object({
   LAKEPORT_STRIPE_SECRET_KEY: optionalString.pipe(z.string().regex(/^(sk|rk)_(test|live)_[A-Za-z0-9]+$/, 'a Stripe secret key (sk_test_… or sk_live_…)').optional()),
   LAKEPORT_STRIPE_API_BASE: optionalString.pipe(z.url({ protocol: /^https?$/ }).optional()),
   LAKEPORT_STRIPE_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(20_000),
+  LAKEPORT_PLANS: z
+    .string()
+    .default(DEFAULT_PLANS)
+    .superRefine((v, ctx) => {
+      if (parsePlans(v) === undefined) ctx.addIssue({ code: 'custom', message: 'must be comma-separated NAME=QUOTA pairs such as free=2,team=25 (names a-z 0-9 _ -, quotas 0-1000000)' });
+    }),
+  LAKEPORT_DEFAULT_PLAN: z.string().default('free'),
   LAKEPORT_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   LAKEPORT_TRUST_PROXY: optionalString.superRefine((v, ctx) => {
     if (v === undefined || /^(true|false)$/i.test(v)) return;
@@ -138,6 +159,8 @@ export interface Config {
     readonly processor: 'sandbox' | 'stripe';
     readonly stripe: { readonly secretKey: string | undefined; readonly apiBase: string; readonly timeoutMs: number };
   };
+  /** Service-account quota per plan (`LAKEPORT_PLANS`) and the plan of accounts not given one (`LAKEPORT_DEFAULT_PLAN`). */
+  readonly plans: { readonly quotas: Readonly<Record<string, number>>; readonly defaultPlan: string };
 }
 
 export class ConfigError extends Error {}
@@ -169,6 +192,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const e = parsed.data;
   if (e.LAKEPORT_PAYMENTS_PROCESSOR === 'stripe' && e.LAKEPORT_STRIPE_SECRET_KEY === undefined) {
     throw new ConfigError('invalid configuration: LAKEPORT_STRIPE_SECRET_KEY: required when LAKEPORT_PAYMENTS_PROCESSOR=stripe');
+  }
+  const quotas = parsePlans(e.LAKEPORT_PLANS)!;
+  if (!Object.hasOwn(quotas, e.LAKEPORT_DEFAULT_PLAN)) {
+    throw new ConfigError(`invalid configuration: LAKEPORT_DEFAULT_PLAN: '${e.LAKEPORT_DEFAULT_PLAN}' is not a plan of LAKEPORT_PLANS (${Object.keys(quotas).join(', ')})`);
   }
   return Object.freeze({
     host: e.HOST,
@@ -212,5 +239,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
         timeoutMs: e.LAKEPORT_STRIPE_TIMEOUT_MS,
       },
     },
+    plans: { quotas: Object.freeze(quotas), defaultPlan: e.LAKEPORT_DEFAULT_PLAN },
   });
 }

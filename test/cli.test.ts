@@ -69,6 +69,26 @@ describe('lakeport CLI', () => {
     expect(stderr).toMatch(/shown only once/);
   });
 
+  it("admin set-plan changes an account's plan (its service-account quota)", { timeout: 120_000 }, async () => {
+    await lakeport('migrate');
+    const { openDatabase } = await import('../src/core/db/index.ts');
+    const db = await openDatabase({ databaseUrl: env.DATABASE_URL, dataDir: data.dir });
+    try {
+      await db.kysely.insertInto('accounts').values({ account_id: 'acct_cliplan', name: 'CLI', tax_id: null, address: null, member_min_age_ms: null, status: 'active', created_by: 'cli' }).execute();
+    } finally {
+      await db.close();
+    }
+    const { stdout } = await lakeport('admin', 'set-plan', '--account', 'acct_cliplan', '--plan', 'team');
+    expect(JSON.parse(stdout)).toEqual({ account_id: 'acct_cliplan', plan: 'team', limit: 25, used: 0 });
+    expect(JSON.parse((await lakeport('admin', 'set-plan', '--account', 'acct_cliplan', '--plan', 'default')).stdout)).toMatchObject({ plan: 'free', limit: 2 });
+    const unknownPlan = await lakeport('admin', 'set-plan', '--account', 'acct_cliplan', '--plan', 'platinum').then(() => undefined, (e: { code: number; stderr: string }) => e);
+    expect(unknownPlan?.code).toBe(2);
+    expect(unknownPlan?.stderr).toMatch(/platinum/);
+    const unknownAccount = await lakeport('admin', 'set-plan', '--account', 'acct_nope', '--plan', 'team').then(() => undefined, (e: { code: number; stderr: string }) => e);
+    expect(unknownAccount?.code).toBe(1);
+    expect(unknownAccount?.stderr).toMatch(/acct_nope/);
+  });
+
   it('fails with one line and a non-zero exit on bad input', async () => {
     for (const args of [['admin', 'create-credential'], ['admin', 'create-credential', '--client-id', 'x', '--permission', 'nope=owner'], ['frobnicate']]) {
       const error = await lakeport(...args).then(

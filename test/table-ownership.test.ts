@@ -41,6 +41,7 @@ const OWNERS: Record<string, string> = {
   payment_customers: ACCOUNTS,
   payment_methods: ACCOUNTS,
   payments: ACCOUNTS,
+  service_accounts: ACCOUNTS,
   policies: POLICY,
   catalog_namespaces: CATALOG,
   catalog_collections: CATALOG,

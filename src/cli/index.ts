@@ -70,6 +70,33 @@ async function rotateKeys(args: string[]): Promise<number> {
   return 0;
 }
 
+async function setPlan(args: string[]): Promise<number> {
+  const path = ['admin', 'set-plan'];
+  let values;
+  try {
+    ({ values } = parseArgs({ args, options: { account: { type: 'string' }, plan: { type: 'string' } } }));
+  } catch (error) {
+    throw argumentError(error, path);
+  }
+  if (!values.account) throw new UsageError('--account is required', path);
+  if (!values.plan) throw new UsageError('--plan is required (a plan of LAKEPORT_PLANS, or default)', path);
+  const config = loadConfig();
+  const plan = values.plan === 'default' ? null : values.plan;
+  if (plan !== null && !Object.hasOwn(config.plans.quotas, plan)) {
+    throw new UsageError(`--plan '${plan}' is not one of the configured plans: ${Object.keys(config.plans.quotas).join(', ')}, default`, path);
+  }
+  const { openRuntime } = await import('../main.ts');
+  const { setAccountPlan } = await import('../services/accounts/index.ts');
+  const runtime = await openRuntime(config, commandLog(config));
+  try {
+    const quota = await setAccountPlan(runtime.db, config.plans, values.account, plan);
+    process.stdout.write(`${JSON.stringify({ account_id: values.account, ...quota })}\n`);
+  } finally {
+    await runtime.db.close();
+  }
+  return 0;
+}
+
 /** The admin commands' authentication service over the configured database, closed afterwards. */
 async function withAuthService(fn: (auth: AuthService) => Promise<unknown>): Promise<void> {
   const config = loadConfig();
@@ -118,6 +145,7 @@ const RUN: Record<string, (args: string[]) => Promise<number>> = {
   upload: async (args) => (await import('./upload.ts')).uploadCommand(args),
   'admin create-credential': createCredential,
   'admin rotate-keys': rotateKeys,
+  'admin set-plan': setPlan,
 };
 
 /**

@@ -71,7 +71,7 @@ ${CLIENT_ENVIRONMENT}`,
 ${CLIENT_ENVIRONMENT}`,
   },
   admin: {
-    summary: 'administer credentials and signing keys',
+    summary: 'administer credentials, signing keys and account plans',
     subcommands: {
       'create-credential': {
         summary: 'create a credential and print its one-time secret',
@@ -89,6 +89,16 @@ ${SERVER_ENVIRONMENT}`,
         summary: 'rotate the token signing key',
         synopsis: '',
         details: SERVER_ENVIRONMENT,
+      },
+      'set-plan': {
+        summary: "set an account's plan (its service-account quota)",
+        synopsis: '--account ID --plan NAME|default',
+        details: `Options:
+  --account ID             the account (acct_...)
+  --plan NAME              a plan of LAKEPORT_PLANS (free, team, enterprise by default),
+                           or default: back to LAKEPORT_DEFAULT_PLAN
+
+${SERVER_ENVIRONMENT}`,
       },
     },
   },

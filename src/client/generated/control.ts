@@ -1781,6 +1781,454 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/control/v1/accounts/{account_id}/service-accounts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The account's service accounts and its quota (active member) */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    account_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            account_id: string;
+                            service_accounts: {
+                                account_id: string;
+                                identity: string;
+                                /** @description The member who added it */
+                                added_by: string;
+                                added_at: string;
+                            }[];
+                            /** @description The account's plan */
+                            plan: string;
+                            /** @description Service accounts the plan allows */
+                            limit: number;
+                            /** @description Service accounts the account has */
+                            used: number;
+                        };
+                    };
+                };
+                /** @description The request is invalid: one entry per problem, with its location */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["HTTPValidationError"];
+                    };
+                };
+                /** @description Refused: not authenticated, not allowed, not found, in conflict… */
+                "4XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Server error */
+                "5XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        /** Add a service account (active member); 402 when the plan has no room */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    account_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": components["schemas"]["AddServiceAccountRequestInput"];
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            account_id: string;
+                            identity: string;
+                            /** @description The member who added it */
+                            added_by: string;
+                            added_at: string;
+                        };
+                    };
+                };
+                /** @description The request is invalid: one entry per problem, with its location */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["HTTPValidationError"];
+                    };
+                };
+                /** @description Refused: not authenticated, not allowed, not found, in conflict… */
+                "4XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Server error */
+                "5XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/control/v1/accounts/{account_id}/service-accounts/{identity}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Remove a service account and revoke its credentials (active member; never the service account itself) */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    account_id: string;
+                    identity: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            message: string;
+                            account_id: string;
+                            identity: string;
+                            /** @description The credentials revoked with it */
+                            revoked_credentials: string[];
+                        };
+                    };
+                };
+                /** @description The request is invalid: one entry per problem, with its location */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["HTTPValidationError"];
+                    };
+                };
+                /** @description Refused: not authenticated, not allowed, not found, in conflict… */
+                "4XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Server error */
+                "5XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/control/v1/accounts/{account_id}/service-accounts/{identity}/credentials": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List a service account's credentials, never their secrets (billing_admin) */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    account_id: string;
+                    identity: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            credential_id: string;
+                            client_id: string;
+                            type: string;
+                            scopes: string[];
+                            permissions: [
+                                string,
+                                string
+                            ][];
+                            /** @description Prefix and last four characters of the secret */
+                            secret_hint: string;
+                            created_at: string;
+                            created_by: string;
+                            expires_at: string | null;
+                            expired: boolean;
+                            last_used_at: string | null;
+                        }[];
+                    };
+                };
+                /** @description The request is invalid: one entry per problem, with its location */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["HTTPValidationError"];
+                    };
+                };
+                /** @description Refused: not authenticated, not allowed, not found, in conflict… */
+                "4XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Server error */
+                "5XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        /** Create a credential for a service account (billing_admin); the secret is shown only in this response */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    account_id: string;
+                    identity: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @default interactive */
+                        type?: string;
+                        /** @default 90 */
+                        expires_in_days?: number | null;
+                        /** @default [] */
+                        scopes?: ("accounts" | "policy" | "upload" | "jobs" | "odata")[];
+                        permissions?: [
+                            string,
+                            "reader" | "writer" | "admin" | "owner"
+                        ][];
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            credential_id: string;
+                            client_id: string;
+                            type: string;
+                            scopes: string[];
+                            permissions: [
+                                string,
+                                string
+                            ][];
+                            /** @description Prefix and last four characters of the secret */
+                            secret_hint: string;
+                            created_at: string;
+                            created_by: string;
+                            expires_at: string | null;
+                            expired: boolean;
+                            last_used_at: string | null;
+                            /** @description Shown only in this response */
+                            secret: string;
+                        };
+                    };
+                };
+                /** @description The request is invalid: one entry per problem, with its location */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["HTTPValidationError"];
+                    };
+                };
+                /** @description Refused: not authenticated, not allowed, not found, in conflict… */
+                "4XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Server error */
+                "5XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/control/v1/accounts/{account_id}/service-accounts/{identity}/credentials/{credential_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Revoke a service account's credential and its refresh tokens (billing_admin) */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    account_id: string;
+                    identity: string;
+                    credential_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            message: string;
+                            credential_id: string;
+                            client_id: string;
+                            revoked_at: string;
+                        };
+                    };
+                };
+                /** @description The request is invalid: one entry per problem, with its location */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["HTTPValidationError"];
+                    };
+                };
+                /** @description Refused: not authenticated, not allowed, not found, in conflict… */
+                "4XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Server error */
+                "5XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/control/v1/access/workspace/{workspace}/genesis": {
         parameters: {
             query?: never;
@@ -1875,6 +2323,10 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        AddServiceAccountRequestInput: {
+            /** @description The service account's identity: the client_id of its credentials */
+            identity: string;
+        };
         AttachPaymentMethodRequestInput: {
             /** @description The processor's payment method id (Stripe: pm_…); sandbox: one of its test ids */
             processor_payment_method_id: string;

@@ -7,7 +7,7 @@ const unnarrowed = caller([]);
 const reader = caller([['sales.*', 'reader']]);
 const salesOwner = caller([['sales.*', 'owner']]);
 
-const ACCOUNT_LEVEL: ManagementAction[] = ['account.create', 'account.update', 'account.delete', 'member.invite', 'member.change_role', 'member.remove', 'member.accept', 'workspace.create'];
+const ACCOUNT_LEVEL: ManagementAction[] = ['account.create', 'account.update', 'account.delete', 'member.invite', 'member.change_role', 'member.remove', 'member.accept', 'workspace.create', 'service_account.add', 'service_account.remove', 'service_account.credentials'];
 
 describe('mayManage: what a narrowed credential may manage', () => {
   it('lets an unnarrowed credential do everything', () => {

@@ -33,6 +33,9 @@ export type ManagementAction =
   | 'payment_method.attach'
   | 'payment_method.detach'
   | 'payment.create'
+  | 'service_account.add'
+  | 'service_account.remove'
+  | 'service_account.credentials'
   // workspace level: pairs covering `<ws>.*` with owner (or unnarrowed)
   | 'workspace.delete'
   // credentials of the caller's own identity
@@ -64,6 +67,9 @@ const ACCOUNT_LEVEL: ReadonlySet<ManagementAction> = new Set([
   'payment_method.attach',
   'payment_method.detach',
   'payment.create',
+  'service_account.add',
+  'service_account.remove',
+  'service_account.credentials',
 ]);
 
 const DESCRIBE: Record<ManagementAction, string> = {
@@ -81,6 +87,9 @@ const DESCRIBE: Record<ManagementAction, string> = {
   'payment_method.attach': "attach an account's payment method",
   'payment_method.detach': "detach an account's payment method",
   'payment.create': 'make payments',
+  'service_account.add': 'add service accounts',
+  'service_account.remove': 'remove service accounts',
+  'service_account.credentials': "manage service accounts' credentials",
   'workspace.delete': 'delete a workspace',
   'credential.create': 'create credentials',
   'credential.read': "see the identity's other credentials",

@@ -1,5 +1,6 @@
 import type { Kysely, Selectable } from 'kysely';
 import type { AccountRole, AccountsTable, Database, MembersTable } from '../../core/db/index.ts';
+import { lockIdentity, serviceAccountOwner } from './service-account-repo.ts';
 
 export type AccountRow = Selectable<AccountsTable>;
 export type MemberRow = Selectable<MembersTable>;
@@ -115,6 +116,24 @@ export class AccountRepo {
       .orderBy('name')
       .execute();
     return rows.map((r) => r.name);
+  }
+
+  // ---- service accounts (exclusive with membership) ----
+
+  /** The active account whose service account `identity` is, if any. */
+  serviceAccountOwner(identity: string): Promise<string | undefined> {
+    return serviceAccountOwner(this.db, identity);
+  }
+
+  /** The identities of the account's service accounts. */
+  async serviceAccountsOf(accountId: string): Promise<string[]> {
+    const rows = await this.db.selectFrom('service_accounts').select('identity').where('account_id', '=', accountId).orderBy('identity').execute();
+    return rows.map((r) => r.identity);
+  }
+
+  /** Serialises membership and service-account changes of one identity (transaction-scoped). */
+  lockIdentity(identity: string): Promise<void> {
+    return lockIdentity(this.db, identity);
   }
 
   // ---- members ----

@@ -107,6 +107,8 @@ const memberNotFound = (accountId: string, identity: string) =>
 const alreadyMember = (detail: string) => accountsError('ALREADY_MEMBER', detail);
 const memberElsewhere = (identity: string) =>
   accountsError('MEMBER_OF_ANOTHER_ACCOUNT', `'${identity}' is already a member of another account; membership is exclusive`);
+const isServiceAccount = (identity: string) =>
+  accountsError('IDENTITY_IS_SERVICE_ACCOUNT', `'${identity}' is a service account; a service account cannot be an account member`);
 const lastBillingAdmin = (accountId: string) =>
   accountsError('LAST_BILLING_ADMIN', `Account ${accountId} must keep at least one active billing_admin; promote another member first`);
 
@@ -124,9 +126,9 @@ export class AccountService {
 
   // ---- for other services ----
 
-  /** The account of the identity's active membership in an active account, else null. */
+  /** The account of the identity's active membership in an active account, or of its service account; else null. */
   async billingAccountOf(identity: string): Promise<string | null> {
-    return (await this.repo.activeMembershipOf(identity))?.account_id ?? null;
+    return (await this.repo.activeMembershipOf(identity))?.account_id ?? (await this.repo.serviceAccountOwner(identity)) ?? null;
   }
 
   /** The identity's role in the account, for an active member of an active account; else null. */
@@ -166,7 +168,9 @@ export class AccountService {
     const refused = () => alreadyMember(`'${caller}' already belongs to an account; membership is exclusive`);
     try {
       return await this.repo.transaction(async (repo) => {
+        await repo.lockIdentity(caller);
         if (await repo.activeMembershipOf(caller)) throw refused();
+        if (await repo.serviceAccountOwner(caller)) throw isServiceAccount(caller);
         const account = await repo.insertAccount({
           account_id: newId('acct'),
           name: input.name,
@@ -206,7 +210,7 @@ export class AccountService {
     return accountView(updated);
   }
 
-  /** Deactivates the account and deletes its members, unless a workspace still references it (409). */
+  /** Deactivates the account and deletes its members, unless a workspace still references it or it has service accounts (409). */
   async deleteAccount(caller: string, accountId: string): Promise<AccountView> {
     return this.repo.transaction(async (repo) => {
       await this.authorize(repo, caller, accountId, 'billing_admin', true);
@@ -216,6 +220,14 @@ export class AccountService {
           'ACCOUNT_HAS_WORKSPACES',
           `Account ${accountId} is still the billing account of workspace(s) ${workspaces.join(', ')}; delete them first`,
           { extra: { workspaces } },
+        );
+      }
+      const serviceAccounts = await repo.serviceAccountsOf(accountId);
+      if (serviceAccounts.length > 0) {
+        throw accountsError(
+          'ACCOUNT_HAS_SERVICE_ACCOUNTS',
+          `Account ${accountId} still has service account(s) ${serviceAccounts.join(', ')}; remove them first (that revokes their credentials)`,
+          { extra: { service_accounts: serviceAccounts } },
         );
       }
       const account = await repo.deactivateAccount(accountId, new Date());
@@ -242,6 +254,7 @@ export class AccountService {
       const active = () => alreadyMember(`'${input.identity}' is already an active member of account ${accountId}`);
       if (existing?.state === 'active') throw active();
       if (await repo.activeMembershipOf(input.identity)) throw memberElsewhere(input.identity);
+      if (await repo.serviceAccountOwner(input.identity)) throw isServiceAccount(input.identity);
       const now = new Date();
       const row = await repo.upsertInvite({
         account_id: accountId,
@@ -280,7 +293,9 @@ export class AccountService {
           await repo.deleteMember(accountId, identity);
           return { expired: true } as const;
         }
+        await repo.lockIdentity(identity);
         if (await repo.activeMembershipOf(identity)) throw memberElsewhere(identity);
+        if (await repo.serviceAccountOwner(identity)) throw isServiceAccount(identity);
         const minAge = account.member_min_age_ms === null ? null : Number(account.member_min_age_ms);
         const row = await repo.activateMember(accountId, identity, {
           added_at: now,

@@ -14,6 +14,8 @@ import { paymentRoutes } from './payment-routes.ts';
 import { PaymentService, type PaymentEventHook } from './payment-service.ts';
 import { SandboxProcessor } from './sandbox-processor.ts';
 import { WorkspaceRepo } from './workspace-repo.ts';
+import { serviceAccountRoutes } from './service-account-routes.ts';
+import { ServiceAccountService, type PlanSettings, type ServiceAccountCredentials } from './service-account-service.ts';
 import type { WorkspaceDirectory } from './workspace-directory.ts';
 import { workspaceRoutes } from './workspace-routes.ts';
 import { WorkspaceService, type GenesisPort, type LakeFiles, type NamespacePort, type PolicyPurgePort } from './workspace-service.ts';
@@ -26,6 +28,7 @@ export { dnsTxtResolver, DEFAULT_DNS, type DnsOptions, type TxtResolver } from '
 export { createPaymentProcessor, type PaymentsConfig } from './payment-config.ts';
 export type { PaymentProcessor } from './payment-processor.ts';
 export type { PaymentEvent, PaymentEventHook } from './payment-service.ts';
+export { ServiceAccountService, setAccountPlan, type PlanSettings, type ServiceAccountCredentials } from './service-account-service.ts';
 export { assertLive, requireLiveWorkspace, type WorkspaceDirectory, type WorkspaceEntry } from './workspace-directory.ts';
 
 /** The catalog as the account service sees a workspace's namespace. */
@@ -50,6 +53,9 @@ export function openAccountRecords(db: Db) {
 export type AccountRecords = ReturnType<typeof openAccountRecords>;
 
 export interface AccountsOptions extends AccountRecords {
+  /** The authentication service's credentials, for service accounts (auth's `delegated`). */
+  serviceAccountCredentials: ServiceAccountCredentials;
+  plans: PlanSettings;
   verifier: TokenVerifier;
   authz: Authorizer;
   namespaces: NamespacePort;
@@ -60,7 +66,6 @@ export interface AccountsOptions extends AccountRecords {
   genesisRoute: FastifyPluginAsync;
   /** Where the workspace purge reports a workspace it could not purge. */
   log: Logger;
-  db: Db;
   /** Domain verification: the TXT lookup (real DNS), and an optional hook called when a domain becomes verified. */
   domains: { resolveTxt: TxtResolver; onVerified?: DomainServiceDeps['onVerified'] };
   /** The payment processor (default: the test-mode sandbox). */
@@ -93,6 +98,7 @@ export function createAccountsService(options: AccountsOptions) {
     log: log.child({ module: 'payments' }),
     onEvent: options.onPaymentEvent,
   });
+  const serviceAccounts = new ServiceAccountService(options.db, accounts, options.serviceAccountCredentials, options.plans);
   const common = accountRoutes({ accounts, verifier: options.verifier });
   const paymentApi = paymentRoutes({ payments, verifier: options.verifier });
   const routesFor =
@@ -102,12 +108,14 @@ export function createAccountsService(options: AccountsOptions) {
       await app.register(paymentApi);
       await app.register(workspaceRoutes({ workspaces, verifier: options.verifier }, flavor));
       if (flavor === 'control') await app.register(domainRoutes({ domains, verifier: options.verifier }));
+      if (flavor === 'control') await app.register(serviceAccountRoutes({ serviceAccounts, verifier: options.verifier }));
     };
   return serviceModule({
     accounts,
     workspaces,
     domains,
     payments,
+    serviceAccounts,
     records,
     directory,
     apis: [

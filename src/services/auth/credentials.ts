@@ -5,8 +5,12 @@ import { authError } from './errors.ts';
 import type { AuthRepo, CredentialRow } from './repo.ts';
 import { CREDENTIAL_SECRET_PREFIX, generateSecret, secretHint } from './secrets.ts';
 
-/** Who is managing credentials: the operator (admin token) or an identity with its own token. */
-export type CredentialCaller = { kind: 'admin' } | { kind: 'token'; principal: Principal };
+/**
+ * Who is managing credentials: the operator (admin token), an identity with its own token, or a
+ * `delegate`: a caller another service has already authorized for the client_id (the account service:
+ * a billing_admin managing its account's service accounts). A delegate mints at most its own scopes.
+ */
+export type CredentialCaller = { kind: 'admin' } | { kind: 'token'; principal: Principal } | { kind: 'delegate'; principal: Principal };
 
 export interface CreateCredentialInput {
   type: string;
@@ -60,7 +64,7 @@ export class CredentialService {
   async create(caller: CredentialCaller, clientId: string, input: CreateCredentialInput) {
     this.assertMayManage(caller, clientId);
     // A token can only mint credentials at most as strong as itself.
-    const callerScopes = caller.kind === 'token' ? caller.principal.scopes : DEFAULT_SCOPES;
+    const callerScopes = caller.kind === 'admin' ? DEFAULT_SCOPES : caller.principal.scopes;
     const scopes = input.scopes.length > 0 ? [...new Set(input.scopes)] : callerScopes;
     const missing = scopes.filter((s) => !callerScopes.includes(s));
     if (missing.length > 0) {
@@ -88,7 +92,7 @@ export class CredentialService {
     const now = Date.now();
     const rows = await this.repo.listUnrevoked(clientId);
     // A narrowed token sees only itself (core/authz decides).
-    const visible = caller.kind === 'admin' ? rows : rows.filter((row) => mayManage(caller.principal, 'credential.read', { credentialId: row.credential_id }));
+    const visible = caller.kind !== 'token' ? rows : rows.filter((row) => mayManage(caller.principal, 'credential.read', { credentialId: row.credential_id }));
     return visible.map((row) => credentialMetadata(row, now));
   }
 
@@ -106,5 +110,10 @@ export class CredentialService {
       client_id: clientId,
       revoked_at: revokedAt.toISOString(),
     };
+  }
+
+  /** Revokes every credential of the client_id (and their refresh tokens); returns their ids. */
+  revokeAll(clientId: string): Promise<string[]> {
+    return this.repo.revokeAllCredentials(clientId);
   }
 }

@@ -2,7 +2,8 @@ import type { FastifyInstance } from 'fastify';
 import type { Sealer } from '../../core/crypto/index.ts';
 import type { Db } from '../../core/db/index.ts';
 import { serviceModule, type AdminToken, type PublicUrl } from '../../core/http/index.ts';
-import { CredentialService } from './credentials.ts';
+import { CredentialService, type CreateCredentialInput } from './credentials.ts';
+import type { Principal } from '../../core/authz/index.ts';
 import { SigningKeyStore } from './keys.ts';
 import { AuthRepo } from './repo.ts';
 import { AUTH_PREFIX, authRoutes, discoveryDocument } from './routes.ts';
@@ -11,7 +12,8 @@ import { AccessTokenVerifier, TokenService } from './tokens.ts';
 
 export { AUTH_PREFIX, discoveryDocument } from './routes.ts';
 export { AccessTokenVerifier, ACCESS_TOKEN_AUDIENCE } from './tokens.ts';
-export { CredentialService } from './credentials.ts';
+export { CredentialService, type CreateCredentialInput, type CredentialMetadata } from './credentials.ts';
+export { CreateCredentialRequest, CreateCredentialResponse, CredentialMetadata as CredentialMetadataSchema, RevokeCredentialResponse } from './schemas.ts';
 export { SigningKeyStore } from './keys.ts';
 
 export interface AuthServiceOptions {
@@ -42,6 +44,25 @@ export async function createAuthService(options: AuthServiceOptions) {
     refreshTokenTtlDays: options.refreshTokenTtlDays,
   });
   const credentials = new CredentialService(repo);
+  /**
+   * Credentials of identities another service has authorized `principal` to manage (the account
+   * service: a billing_admin and its account's service accounts). Revocations also drop the
+   * verifier's cached tokens, so they are refused at once here (elsewhere within its recheck).
+   */
+  const delegated = {
+    create: (principal: Principal, clientId: string, input: CreateCredentialInput) => credentials.create({ kind: 'delegate', principal }, clientId, input),
+    list: (principal: Principal, clientId: string) => credentials.list({ kind: 'delegate', principal }, clientId),
+    revoke: async (principal: Principal, clientId: string, credentialId: string) => {
+      const result = await credentials.revoke({ kind: 'delegate', principal }, clientId, credentialId);
+      verifier.forgetCredential(credentialId);
+      return result;
+    },
+    revokeAll: async (clientId: string) => {
+      const ids = await credentials.revokeAll(clientId);
+      for (const id of ids) verifier.forgetCredential(id);
+      return ids;
+    },
+  };
   const routes = authRoutes({
     credentials,
     tokens,
@@ -69,6 +90,7 @@ export async function createAuthService(options: AuthServiceOptions) {
     verifier,
     tokens,
     credentials,
+    delegated,
     rootWellKnown,
     adminTokenGuard,
     apis: [{ prefix: AUTH_PREFIX, title: 'authentication service', description: 'OAuth 2.0 tokens, JWKS and client credentials.', routes: [routes] }],
@@ -76,3 +98,5 @@ export async function createAuthService(options: AuthServiceOptions) {
 }
 
 export type AuthService = Awaited<ReturnType<typeof createAuthService>>;
+/** The credentials port other services manage delegated identities through. */
+export type DelegatedCredentials = AuthService['delegated'];

@@ -68,6 +68,27 @@ export class AuthRepo {
     });
   }
 
+  /** Revokes every unrevoked credential of a client_id and their refresh tokens, in one transaction. */
+  async revokeAllCredentials(clientId: string): Promise<string[]> {
+    return this.db.kysely.transaction().execute(async (trx) => {
+      const now = new Date();
+      const rows = await trx
+        .updateTable('credentials')
+        .set({ revoked_at: now })
+        .where('client_id', '=', clientId)
+        .where('revoked_at', 'is', null)
+        .returning('credential_id')
+        .execute();
+      await trx
+        .updateTable('refresh_tokens')
+        .set({ revoked_at: now })
+        .where('client_id', '=', clientId)
+        .where('revoked_at', 'is', null)
+        .execute();
+      return rows.map((r) => r.credential_id);
+    });
+  }
+
   async touchCredential(credentialId: string): Promise<void> {
     await this.db.kysely.updateTable('credentials').set({ last_used_at: new Date() }).where('credential_id', '=', credentialId).execute();
   }

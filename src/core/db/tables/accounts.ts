@@ -1,4 +1,4 @@
-// Owner: src/services/accounts (accounts, members, workspaces, purged_workspaces; see test/table-ownership.test.ts).
+// Owner: src/services/accounts (accounts, members, workspaces, purged_workspaces, service_accounts; see test/table-ownership.test.ts).
 import type { DefaultTimestamp, Json, NullableJson, Timestamp } from './types.ts';
 
 export type AccountRole = 'billing_admin' | 'member';
@@ -15,6 +15,8 @@ export interface AccountsTable {
   created_at: DefaultTimestamp;
   updated_at: DefaultTimestamp;
   deactivated_at: Timestamp | null;
+  /** The plan that sets the service-account quota; null: the configured default plan. */
+  plan: string | null;
 }
 
 export interface MembersTable {
@@ -52,9 +54,18 @@ export interface PurgedWorkspacesTable {
   purged_at: DefaultTimestamp;
 }
 
+/** A machine identity that belongs to one account (its primary key keeps it to one). */
+export interface ServiceAccountsTable {
+  identity: string;
+  account_id: string;
+  added_by: string;
+  added_at: DefaultTimestamp;
+}
+
 export interface AccountTables {
   accounts: AccountsTable;
   members: MembersTable;
   workspaces: WorkspacesTable;
   purged_workspaces: PurgedWorkspacesTable;
+  service_accounts: ServiceAccountsTable;
 }
