@@ -236,7 +236,7 @@ describe('OData HTTP Basic', () => {
     const blocked = await odata('olly', secret, ATTACKER);
     expect(blocked.statusCode).toBe(429);
     expectRetryAfter(blocked);
-    expect(blocked.json()).toEqual({ detail: expect.any(String), code: 'TOO_MANY_REQUESTS' });
+    expect(blocked.json()).toEqual({ detail: expect.any(String), code: 'TOO_MANY_REQUESTS', error: { code: 'TOO_MANY_REQUESTS', message: expect.any(String) } });
     expect((await odata('olly', secret, LEGIT)).statusCode).toBe(200);
   });
 
