@@ -196,11 +196,14 @@ export const MAX_INFERRED_SCALE = 9;
 /**
  * SQL that is true when the text `v` has a nonzero digit past the scale of DECIMAL `type`, which a
  * cast would round away. Plain numbers are judged by their digits (so `12.500` fits two decimals);
- * one with an exponent by its value as a double against the rounded decimal's.
+ * one with an exponent by its value as a double against the rounded decimal's. The first test is
+ * cheap and passes every value that could (no text with at most min(s, 2) characters after its point,
+ * or in all without one, has more decimals, exponent or not), so the regexp runs on few values.
  */
 function excessDecimals(v: string, type: string): string {
   const scale = decimalParts(type)![1];
-  return `(CASE WHEN contains(${v}, 'e') OR contains(${v}, 'E') THEN TRY_CAST(${v} AS DOUBLE) <> TRY_CAST(${v} AS ${type})::DOUBLE ELSE regexp_matches(${v}, ${quoteString(`\\.[0-9]{${scale}}[0-9]*[1-9]`)}) END)`;
+  const exponent = `contains(${v}, 'e') OR contains(${v}, 'E')`;
+  return `(length(${v}) - strpos(${v}, '.') > ${Math.min(scale, 2)} AND regexp_matches(${v}, ${quoteString(`\\.[0-9]{${scale}}[0-9]*[1-9]|[eE]`)}) AND (CASE WHEN ${exponent} THEN TRY_CAST(${v} AS DOUBLE) <> TRY_CAST(${v} AS ${type})::DOUBLE ELSE true END))`;
 }
 
 /** Whether a column of `from` (a sampled file's type) may hold values with more decimals than `to` keeps. */

@@ -31,7 +31,7 @@ afterAll(async () => {
   fixtures.remove();
 });
 
-type Sample = { name: string; content: string };
+type Sample = { name: string; content: string | Buffer };
 
 async function negotiate(contract: unknown, samples: Sample[]) {
   const body = await multipartBody({ contract, samples });
@@ -46,7 +46,7 @@ async function accept(c: { contract_id: string; schema_fingerprint: string; stat
   expect(res.statusCode, res.body).toBe(200);
 }
 
-async function write(id: string, name: string, content: string, type = 'text/csv') {
+async function write(id: string, name: string, content: string | Buffer, type = 'text/csv') {
   return t.app.inject({ method: 'POST', url: `/upload/v2/contracts/${id}/data`, headers: { authorization: `Bearer ${alice.token}`, 'content-type': type, 'x-file-name': name }, payload: content });
 }
 
@@ -220,6 +220,44 @@ describe('DECIMAL columns never round silently', () => {
     expect(good.statusCode, good.body).toBe(200);
     const done = await commit(c.contract_id);
     expect(await committed(done.snapshot.snapshot_id, 'sum(amount)::VARCHAR AS s, count(amount)::INT AS n')).toEqual({ s: '163.90', n: 4 });
+  });
+
+  it('values with an exponent are judged by their value', async () => {
+    const columns = [
+      { name: 'id', type: 'BIGINT' },
+      { name: 'rate', type: 'DECIMAL(18,5)' },
+    ];
+    const c = await negotiate({ destination: 'money.c.exponents', schema: { mode: 'declared', columns } }, [{ name: 'r.csv', content: 'id,rate\n1,0.5\n' }]);
+    for (const bad of ['1e-10', '2.5e-6', '1.2345678E1']) {
+      const res = await write(c.contract_id, 'r.csv', `id,rate\n1,0.5\n2,${bad}\n`);
+      expect(res.statusCode, res.body).toBe(409);
+      expect(res.json()).toMatchObject({ code: 'VALUE_NOT_STORABLE', column: 'rate', row: 3, value: bad });
+      expect(res.json().detail).toContain(`"${bad}" has more than 5 decimals`);
+    }
+    const good = await write(c.contract_id, 'r.csv', 'id,rate\n1,1e-5\n2,1.5E2\n3,1.23456e1\n4,0.100000\n');
+    expect(good.statusCode, good.body).toBe(200);
+    const done = await commit(c.contract_id);
+    expect(await committed(done.snapshot.snapshot_id, 'sum(rate)::VARCHAR AS s')).toEqual({ s: '162.44561' });
+  });
+
+  it('a Parquet DOUBLE or wider DECIMAL with excess decimals is refused; narrower decimals go through', async () => {
+    const file = path.join(fixtures.dir, 'p.parquet');
+    await db.run(`COPY (SELECT * FROM (VALUES (1, 1.5::DOUBLE, 1.25::DECIMAL(10,2), 1.5::DECIMAL(10,3)), (2, 12.505::DOUBLE, 2.5::DECIMAL(10,2), 2.125::DECIMAL(10,3))) t(id, d, n, w)) TO '${file}' (FORMAT parquet)`);
+    const bytes = fs.readFileSync(file);
+    const footer = bytes.subarray(bytes.length - 8 - bytes.readUInt32LE(bytes.length - 8));
+    const declare = (columns: { name: string; type: string }[], dataset: string) =>
+      negotiate({ destination: `money.c.${dataset}`, schema: { mode: 'declared', columns: [{ name: 'id', type: 'INTEGER' }, ...columns] } }, [{ name: 'p.parquet', content: footer }]);
+    const parquet = 'application/vnd.apache.parquet';
+
+    for (const [column, value] of [['d', '12.505'], ['w', '2.125']]) {
+      const c = await declare([{ name: column, type: 'DECIMAL(18,2)' }], `pq_${column}`);
+      const res = await write(c.contract_id, 'p.parquet', bytes, parquet);
+      expect(res.statusCode, res.body).toBe(409);
+      expect(res.json()).toMatchObject({ code: 'VALUE_NOT_STORABLE', column, row: 2, value });
+      expect(res.json().detail).toContain('has more than 2 decimals');
+    }
+    const c = await declare([{ name: 'n', type: 'DECIMAL(18,2)' }], 'pq_n');
+    expect((await write(c.contract_id, 'p.parquet', bytes, parquet)).statusCode).toBe(200);
   });
 
   it('a JSONL value with excess decimals is refused too', async () => {
