@@ -191,7 +191,7 @@ function shapeError(message: string, record: number | undefined): FileShapeError
 /** Fixed-point text, as a CSV column must hold it in every sampled value to be inferred as DECIMAL. */
 const FIXED_POINT_REGEX = '-?[0-9]+(\\.[0-9]+)?';
 /** The most decimals inferred as DECIMAL; a column with more stays DOUBLE. */
-export const MAX_INFERRED_SCALE = 9;
+const MAX_INFERRED_SCALE = 9;
 
 /**
  * SQL that is true when the text `v` has a nonzero digit past the scale of DECIMAL `type`, which a
