@@ -343,8 +343,9 @@ describe.each([['file'], ['s3']] as const)('lakeport upload end to end on the %s
     const firstPlan = printedPlan(run.stdout);
     expect(Object.keys(firstPlan)).toEqual(['id', 'amount', 'placed_at', 'ip', 'note']);
     expect(firstPlan.id).toEqual({ action: 'keep', source: 'BIGINT', target: 'BIGINT' });
-    // --column retyped the sniffed DOUBLE, so the values are rewritten as exact decimals.
-    expect(firstPlan.amount).toEqual({ action: 'cast', source: 'DOUBLE', target: 'DECIMAL(18,2)' });
+    // Amounts with two decimals in every sampled value are inferred as DECIMAL(18,2); --column agrees.
+    expect(firstPlan.amount).toEqual({ action: 'keep', source: 'DECIMAL(18,2)', target: 'DECIMAL(18,2)' });
+    expect(run.stdout).toMatch(/^warning\s+INFERRED_DECIMAL\s+amount\s/m);
     expect(firstPlan.placed_at).toEqual({ action: 'keep', source: 'TIMESTAMP WITH TIME ZONE', target: 'TIMESTAMP WITH TIME ZONE' });
     expect(firstPlan.ip).toEqual({ action: 'keep', source: 'IPV4', target: 'IPV4' });
     expect(firstPlan.note).toEqual({ action: 'keep', source: 'VARCHAR', target: 'VARCHAR' });

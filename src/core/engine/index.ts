@@ -1,5 +1,5 @@
 export { Ingestor, ROW_GROUP_ROWS, ValueNotStorableError, DEFAULT_MAX_REJECTS, type OnError, type RejectedValue, type Rejections, FileShapeError, type FileFormat, type ReadOptions, type CsvDialectInfo, dialectOptions, type SampleSchema, type SourceColumn, type TargetColumn, type ConvertedFile } from './ingest.ts';
-export { normalizeType, isNestedType, isWidening, commonType, physicalType, IPV4, IPV4_REGEX } from './types.ts';
+export { normalizeType, isNestedType, isWidening, commonType, decimalParts, physicalType, IPV4, IPV4_REGEX } from './types.ts';
 export { quoteIdent, quoteString } from './sql.ts';
 export { SqlAnalyzer, FILE_OR_ENVIRONMENT_FUNCTIONS, type Analysis, type SelectAnalysis, type TableRef, type FunctionRef, type FunctionArg, type ArgValue } from './sql-analysis.ts';
 export { rewritePlaceholders, lineColumn, tokenizeSql, type PlaceholderRewrite, type SqlToken } from './placeholders.ts';

@@ -28,12 +28,14 @@ describe('inspect', () => {
     expect(schema.columns.map((c) => [c.name, c.type])).toEqual([
       ['id', 'BIGINT'],
       ['note', 'VARCHAR'],
-      ['amount', 'DOUBLE'],
+      ['amount', 'DECIMAL(18,2)'], // fixed-point text
       ['at', 'TIMESTAMP WITH TIME ZONE'],
       ['ip', 'IPV4'],
     ]);
     expect(schema.values.note).toBe('two\nlines');
     expect(schema.values.ip).toBe('10.0.0.1');
+    expect(schema.values.amount).toBe('12.50');
+    expect(schema.columns.find((c) => c.name === 'amount')?.sourceType).toBe('DOUBLE');
   });
 
   it('marks nested JSON types unsupported and tolerates missing keys', async () => {

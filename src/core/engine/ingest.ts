@@ -7,7 +7,7 @@ import { splitIntoChunks, type Chunk } from './chunker.ts';
 import { countFileNewlines, csvDialect, csvRecordLine, csvRecordLines, jsonlRecordLine, jsonlRecordLines } from './csv-lines.ts';
 import { decodingBody, notUtf8InFile, notUtf8Message, type TextEncoding } from './encoding.ts';
 import { INPUT_LIMITS, jsonFileTooDeep } from './input-limits.ts';
-import { IPV4_REGEX, isNestedType, normalizeType, physicalType } from './types.ts';
+import { IPV4_REGEX, decimalParts, isNestedType, normalizeType, physicalType } from './types.ts';
 import { quoteIdent, quoteString } from './sql.ts';
 
 export type FileFormat = 'csv' | 'jsonl' | 'parquet';
@@ -227,6 +227,34 @@ function shapeError(message: string, record: number | undefined): FileShapeError
   return new FileShapeError(`The file does not have the shape of its sample${where}: ${first}`, record);
 }
 
+/** Fixed-point text, as a CSV column must hold it in every sampled value to be inferred as DECIMAL. */
+const FIXED_POINT_REGEX = '-?[0-9]+(\\.[0-9]+)?';
+/** Plain fixed-point text (no exponent), whose excess decimals a rejects file can name. */
+const TRY_DECIMAL_TEXT = /^-?[0-9]+\.[0-9]+$/;
+
+/** The most decimals inferred as DECIMAL; a column with more stays DOUBLE. */
+const MAX_INFERRED_SCALE = 9;
+
+/**
+ * SQL that is true when the text `v` has a nonzero digit past the scale of DECIMAL `type`, which a
+ * cast would round away. Plain numbers are judged by their digits (so `12.500` fits two decimals);
+ * one with an exponent by its value as a double against the rounded decimal's. The first test is
+ * cheap and passes every value that could (no text with at most min(s, 2) characters after its point,
+ * or in all without one, has more decimals, exponent or not), so the regexp runs on few values.
+ */
+function excessDecimals(v: string, type: string): string {
+  const scale = decimalParts(type)![1];
+  const exponent = `contains(${v}, 'e') OR contains(${v}, 'E')`;
+  return `(length(${v}) - strpos(${v}, '.') > ${Math.min(scale, 2)} AND regexp_matches(${v}, ${quoteString(`\\.[0-9]{${scale}}[0-9]*[1-9]|[eE]`)}) AND (CASE WHEN ${exponent} THEN TRY_CAST(${v} AS DOUBLE) <> TRY_CAST(${v} AS ${type})::DOUBLE ELSE true END))`;
+}
+
+/** Whether a column of `from` (a sampled file's type) may hold values with more decimals than `to` keeps. */
+function mayExceedScale(from: string | undefined, to: string): boolean {
+  if (from !== undefined && /^(U?(TINY|SMALL|BIG|HUGE)?INT(EGER)?)$/.test(from)) return false;
+  const source = from === undefined ? undefined : decimalParts(from);
+  return source === undefined || source[1] > decimalParts(to)![1];
+}
+
 function jsonSafe(value: unknown): unknown {
   if (value === null || value === undefined) return null;
   if (typeof value === 'bigint') return Number.isSafeInteger(Number(value)) ? Number(value) : value.toString();
@@ -314,7 +342,43 @@ export class Ingestor {
           if (Number(check.n) > 0 && check.n === check.ip) col.type = 'IPV4';
         }
       }
+      if (format === 'csv') await this.inferDecimals(c, path, options, columns, values);
       return { columns, values, ...(csv ? { csv } : {}) };
+    });
+  }
+
+  /**
+   * Money and other fixed-point text: a CSV column DuckDB sniffs as DOUBLE (or FLOAT) whose every
+   * sampled value is plain fixed-point (`-?digits(.digits)?`) with the same number of decimals s
+   * (1 ≤ s ≤ MAX_INFERRED_SCALE; whole numbers among them allowed, at least one with decimals) is
+   * DECIMAL(18,s), or DECIMAL(38,s) when its whole part is too long for 18 digits — so sums are exact.
+   * The column's sourceType stays what DuckDB sniffed. One query over the sample for all candidates.
+   */
+  private async inferDecimals(c: DuckDBConnection, path: string, options: ReadOptions, columns: SourceColumn[], values: Record<string, unknown>): Promise<void> {
+    const candidates = columns.filter((col) => col.type === 'DOUBLE' || col.type === 'FLOAT');
+    if (candidates.length === 0) return;
+    const source = reader('csv', options, Object.fromEntries(columns.map((col) => [col.name, 'VARCHAR'])));
+    const select = candidates.flatMap((col, i) => {
+      const v = quoteIdent(col.name);
+      return [
+        `count(${v}) AS n${i}`,
+        `count(${v}) FILTER (WHERE regexp_full_match(${v}, $fixed)) AS fixed${i}`,
+        `min(length(split_part(${v}, '.', 2))) FILTER (WHERE contains(${v}, '.')) AS low${i}`,
+        `max(length(split_part(${v}, '.', 2))) AS high${i}`,
+        `max(length(ltrim(split_part(ltrim(${v}, '-'), '.', 1), '0'))) AS whole${i}`,
+        `first(${v}) FILTER (WHERE ${v} IS NOT NULL) AS v${i}`,
+      ];
+    });
+    const row = (await c.runAndReadAll(`SELECT ${select.join(', ')} FROM ${source.sql}`, { path, ...source.params, fixed: FIXED_POINT_REGEX })).getRowObjectsJson()[0] as Record<string, string | number | null>;
+    candidates.forEach((col, i) => {
+      const scale = Number(row[`high${i}`]);
+      const whole = Number(row[`whole${i}`]);
+      const fixed = Number(row[`n${i}`]) > 0 && row[`n${i}`] === row[`fixed${i}`] && row[`low${i}`] !== null && Number(row[`low${i}`]) === scale;
+      if (!fixed || scale < 1 || scale > MAX_INFERRED_SCALE) return;
+      const precision = [18, 38].find((p) => whole <= p - scale);
+      if (precision === undefined) return;
+      col.type = `DECIMAL(${precision},${scale})`;
+      values[col.name] = row[`v${i}`];
     });
   }
 
@@ -377,7 +441,8 @@ export class Ingestor {
       const loaded = new Map(input.target.filter((t) => t.source).map((t) => [t.source!, t]));
       const fileColumns = input.format === 'csv' && !input.columnsChecked ? await this.csvHeader(c, input) : input.fileColumns;
       // Text formats parse straight into the target types, so DuckDB reports the failing line itself.
-      const parseAs = input.format === 'parquet' ? undefined : Object.fromEntries(fileColumns.map((col) => [col.name, physicalType(loaded.get(col.name)?.type ?? 'VARCHAR')]));
+      // (DECIMAL columns parse as text: DuckDB would round a value with more decimals without a word.)
+      const parseAs = input.format === 'parquet' ? undefined : Object.fromEntries(fileColumns.map((col) => [col.name, decimalParts(loaded.get(col.name)?.type ?? '') ? 'VARCHAR' : physicalType(loaded.get(col.name)?.type ?? 'VARCHAR')]));
       const source = reader(input.format, input.options, parseAs);
       const params = { path: input.path, ...source.params };
       const select = input.target
@@ -386,6 +451,10 @@ export class Ingestor {
           if (!t.source) return `NULL::${physical} AS ${quoteIdent(t.name)}`;
           let expr = input.format === 'parquet' ? `CAST(${quoteIdent(t.source)} AS ${physical})` : quoteIdent(t.source);
           if (t.type === 'IPV4') expr = `CASE WHEN ${expr} IS NULL OR regexp_full_match(${expr}, ${quoteString(IPV4_REGEX)}) THEN ${expr} ELSE error('lakeport:not-ipv4') END`;
+          if (decimalParts(t.type) && (input.format !== 'parquet' || mayExceedScale(fileColumns.find((f) => f.name === t.source)?.type, t.type))) {
+            const text = `${quoteIdent(t.source)}::VARCHAR`;
+            expr = `CASE WHEN ${excessDecimals(text, t.type)} THEN error('lakeport:excess-decimals') ELSE CAST(${quoteIdent(t.source)} AS ${physical}) END`;
+          }
           if (!t.nullable) expr = `CASE WHEN ${expr} IS NULL THEN error('lakeport:null') ELSE ${expr} END`;
           return `${expr} AS ${quoteIdent(t.name)}`;
         })
@@ -650,18 +719,22 @@ export class Ingestor {
       const physical = physicalType(t.type);
       const source = reader(input.format, input.options, input.format === 'parquet' ? undefined : Object.fromEntries(input.fileColumns.map((col) => [col.name, 'VARCHAR'])));
       const v = `${quoteIdent(t.source!)}::VARCHAR`;
+      const excess = decimalParts(t.type) ? `coalesce(${excessDecimals(v, t.type)}, false)` : 'false';
       const bad = [
         `(${v} IS NOT NULL AND TRY_CAST(${quoteIdent(t.source!)} AS ${physical}) IS NULL)`,
         t.type === 'IPV4' ? `(${v} IS NOT NULL AND NOT regexp_full_match(${v}, ${quoteString(IPV4_REGEX)}))` : 'false',
         t.nullable ? 'false' : `(${quoteIdent(t.source!)} IS NULL)`,
+        excess,
       ].join(' OR ');
       const found = (await c.runAndReadAll(
-        `SELECT rn, v FROM (SELECT row_number() OVER () AS rn, ${v} AS v, (${bad}) AS bad FROM ${source.sql}) WHERE bad ORDER BY rn LIMIT 1`,
+        `SELECT rn, v, excess FROM (SELECT row_number() OVER () AS rn, ${v} AS v, (${bad}) AS bad, ${excess} AS excess FROM ${source.sql}) WHERE bad ORDER BY rn LIMIT 1`,
         { path: input.path, ...source.params },
-      )).getRowObjectsJson()[0] as { rn: string; v: string | null } | undefined;
+      )).getRowObjectsJson()[0] as { rn: string; v: string | null; excess: boolean } | undefined;
       if (found) {
         const headerLines = input.format === 'csv' && input.options.header !== false ? 1 : 0;
-        const reason = found.v === null ? 'a NULL in a NOT NULL column' : `"${found.v}" is not a valid ${t.type}`;
+        const scale = decimalParts(t.type)?.[1];
+        const reason =
+          found.v === null ? 'a NULL in a NOT NULL column' : found.excess ? `"${found.v}" has more than ${scale} decimal${scale === 1 ? '' : 's'}` : `"${found.v}" is not a valid ${t.type}`;
         return new ValueNotStorableError(t.name, Number(found.rn) + headerLines, found.v, t.type, reason);
       }
     }
@@ -693,6 +766,7 @@ export class Ingestor {
         const physical = physicalType(t.type);
         let typed = `TRY_CAST(${raw} AS ${physical})`;
         if (t.type === 'IPV4') typed = `CASE WHEN regexp_full_match(${raw}::VARCHAR, ${quoteString(IPV4_REGEX)}) THEN ${raw}::VARCHAR END`;
+        else if (decimalParts(t.type)) typed = `CASE WHEN coalesce(${excessDecimals(`${raw}::VARCHAR`, t.type)}, false) THEN NULL ELSE ${typed} END`;
         else if (text && physical === 'DATE' && input.options.date_format !== undefined) typed = `try_strptime(${raw}, $dateformat)::DATE`;
         else if (text && physical.startsWith('TIMESTAMP') && input.options.timestamp_format !== undefined) typed = `try_strptime(${raw}, $timestampformat)::${physical}`;
         return `${raw}::VARCHAR AS v${i}, ${typed} AS t${i}, (${raw} IS NOT NULL AND ${typed} IS NULL) AS b${i}`;
@@ -720,7 +794,15 @@ export class Ingestor {
           const found = (await c.runAndReadAll(`SELECT rn, col, v, bad, skipped FROM (${union}) ORDER BY rn, col LIMIT ${Math.floor(input.maxRejects)}`)).getRowObjectsJson() as { rn: string; col: number; v: string | null; bad: boolean; skipped: boolean }[];
           for (const f of found) {
             const t = input.target[Number(f.col)];
-            const reason = !f.bad ? 'a NULL in a NOT NULL column' : t.type === 'IPV4' ? `"${f.v}" is not an IPv4 address` : `"${f.v}" is not a valid ${t.type}`;
+            const scale = decimalParts(t.type)?.[1];
+            const excess = scale !== undefined && f.v !== null && TRY_DECIMAL_TEXT.test(f.v) && (f.v.split('.')[1] ?? '').replace(/0+$/, '').length > scale;
+            const reason = !f.bad
+              ? 'a NULL in a NOT NULL column'
+              : t.type === 'IPV4'
+                ? `"${f.v}" is not an IPv4 address`
+                : excess
+                  ? `"${f.v}" has more than ${scale} decimal${scale === 1 ? '' : 's'}`
+                  : `"${f.v}" is not a valid ${t.type}`;
             rejects.push({ record: Number(f.rn), line: null, column: t.name, value: f.v, reason, action: f.skipped ? 'skipped' : 'nulled' });
           }
         }

@@ -76,7 +76,8 @@ export function physicalType(type: string): string {
 
 const INTEGER_RANK = ['TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT'];
 
-function decimalParts(type: string): [number, number] | undefined {
+/** [precision, scale] of a normalised DECIMAL(p,s); undefined for any other type. */
+export function decimalParts(type: string): [number, number] | undefined {
   const m = /^DECIMAL\((\d+),(\d+)\)$/.exec(type);
   return m ? [Number(m[1]), Number(m[2])] : undefined;
 }
@@ -97,10 +98,26 @@ export function commonType(a: string, b: string): string | undefined {
   if (a === b) return a;
   if (isWidening(a, b)) return b;
   if (isWidening(b, a)) return a;
+  const decimal = decimalMeet(a, b);
+  if (decimal) return decimal;
   const numeric = [...INTEGER_RANK, 'FLOAT', 'DOUBLE'];
-  if (numeric.includes(a) && numeric.includes(b)) return 'DOUBLE';
+  const isNumeric = (t: string) => numeric.includes(t) || decimalParts(t) !== undefined;
+  if (isNumeric(a) && isNumeric(b)) return 'DOUBLE';
   if ((a === 'TIMESTAMP' && b === 'DATE') || (a === 'DATE' && b === 'TIMESTAMP')) return 'TIMESTAMP';
   return undefined;
+}
+
+const INTEGER_DIGITS: Record<string, number> = { TINYINT: 3, SMALLINT: 5, INTEGER: 10, BIGINT: 19 };
+
+/** The narrowest DECIMAL holding two decimals (or a decimal and a whole number) exactly; undefined past 38 digits. */
+function decimalMeet(a: string, b: string): string | undefined {
+  const parts = (t: string): [number, number] | undefined => decimalParts(t) ?? (t in INTEGER_DIGITS ? [INTEGER_DIGITS[t], 0] : undefined);
+  const pa = parts(a);
+  const pb = parts(b);
+  if (!pa || !pb || (!decimalParts(a) && !decimalParts(b))) return undefined;
+  const scale = Math.max(pa[1], pb[1]);
+  const whole = Math.max(pa[0] - pa[1], pb[0] - pb[1]);
+  return whole + scale <= 38 ? `DECIMAL(${whole + scale},${scale})` : undefined;
 }
 
 const IPV4_PART = '(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])';

@@ -149,10 +149,10 @@ describe('CSV', () => {
   it('semicolon delimiters (format.delimiter ";")', async () => {
     const file = 'id;name;amount;city\n1;Ada;10.5;"Paris; France"\n2;Bob;7;Lyon\n';
     const { contract } = await upload('semicolon', 'semi.csv', file, { format: { delimiter: ';' } });
-    expect(targets(contract)).toEqual({ id: 'BIGINT', name: 'VARCHAR', amount: 'DOUBLE', city: 'VARCHAR' });
+    expect(targets(contract)).toEqual({ id: 'BIGINT', name: 'VARCHAR', amount: 'DECIMAL(18,1)', city: 'VARCHAR' });
     expect(await staged(contract.contract_id)).toEqual([
-      { id: '1', name: 'Ada', amount: 10.5, city: 'Paris; France' },
-      { id: '2', name: 'Bob', amount: 7, city: 'Lyon' },
+      { id: '1', name: 'Ada', amount: '10.5', city: 'Paris; France' },
+      { id: '2', name: 'Bob', amount: '7.0', city: 'Lyon' },
     ]);
   });
 
@@ -180,10 +180,10 @@ describe('CSV', () => {
   it('CRLF line endings leave no carriage return in values or types', async () => {
     const file = 'id,name,amount,day\r\n1,Ada,1.5,2024-01-02\r\n2,"Bob\r\nJr",2.5,2024-01-03\r\n3,Cy,,2024-01-04\r\n';
     const { contract } = await upload('crlf', 'crlf.csv', file, {}, 'text/csv; charset=utf-8');
-    expect(targets(contract)).toEqual({ id: 'BIGINT', name: 'VARCHAR', amount: 'DOUBLE', day: 'DATE' });
+    expect(targets(contract)).toEqual({ id: 'BIGINT', name: 'VARCHAR', amount: 'DECIMAL(18,1)', day: 'DATE' });
     expect(await staged(contract.contract_id, 'id, name, amount, day::VARCHAR AS day')).toEqual([
-      { id: '1', name: 'Ada', amount: 1.5, day: '2024-01-02' },
-      { id: '2', name: 'Bob\r\nJr', amount: 2.5, day: '2024-01-03' },
+      { id: '1', name: 'Ada', amount: '1.5', day: '2024-01-02' },
+      { id: '2', name: 'Bob\r\nJr', amount: '2.5', day: '2024-01-03' },
       { id: '3', name: 'Cy', amount: null, day: '2024-01-04' },
     ]);
   });

@@ -268,6 +268,22 @@ describe('on_error null and skip', () => {
     ]);
   });
 
+  it('null never rounds a DECIMAL: a value with more decimals than the column keeps becomes NULL, and the rejects file says why', async () => {
+    const c = await contractOf(
+      alice,
+      { destination: 'sales.c.nulldec', schema: { mode: 'declared', columns: [{ name: 'id', type: 'BIGINT' }, { name: 'price', type: 'DECIMAL(18,2)' }] }, on_error: 'null' },
+      [{ name: 'p.csv', content: 'id,price\n1,12.50\n' }],
+    );
+    const w = await write(alice, c.contract_id, 'p.csv', 'id,price\n1,12.50\n2,12.505\n3,x\n4,7.100\n');
+    expect(w.statusCode, w.body).toBe(200);
+    expect(w.json().written[0]).toMatchObject({ rows: 4, rows_rejected: 0, values_nulled: 2 });
+    const rows = parseCsv((await rejects(alice, c.contract_id)).body).slice(1);
+    expect(rows.map((x) => [x[1], x[3], x[4], x[5]])).toEqual([
+      ['2', 'price', '12.505', '"12.505" has more than 2 decimals'],
+      ['3', 'price', 'x', '"x" is not a valid DECIMAL(18,2)'],
+    ]);
+  });
+
   it('keeps the first maxRejects values (the counts stay exact); a rewrite replaces the rejects file; DELETE after commit removes it', async () => {
     t.app.lakeport.uploads.setLimits({ maxRejects: 2 });
     try {

@@ -1,6 +1,6 @@
 import crypto from 'node:crypto';
 import type { ColumnDef } from '../../core/catalog/index.ts';
-import { commonType, isWidening, physicalType, type CsvDialectInfo, type SourceColumn, type TextEncoding } from '../../core/engine/index.ts';
+import { commonType, decimalParts, isWidening, normalizeType, physicalType, type CsvDialectInfo, type SourceColumn, type TextEncoding } from '../../core/engine/index.ts';
 
 export type PlanAction = 'keep' | 'retag' | 'widen' | 'cast' | 'ignored' | 'undeclared' | 'unsupported';
 
@@ -83,6 +83,24 @@ function unify(files: SampledFile[]): UnifiedColumn[] {
   return [...byName.values()];
 }
 
+/** A column inferred as DECIMAL from fixed-point text is a DOUBLE (as DuckDB sniffed it) for any target but a DECIMAL. */
+function sniffed(col: SourceColumn): SourceColumn {
+  const before = col.type && decimalParts(col.type) ? normalizeType(col.sourceType) : undefined;
+  return before === 'DOUBLE' || before === 'FLOAT' ? { ...col, type: before } : col;
+}
+
+function inferredDecimalIssue(column: string, type: string, files: SampledFile[]): Issue {
+  const scales = new Set(files.flatMap((f) => f.columns.filter((c) => lower(c.name) === lower(column) && sniffed(c) !== c).map((c) => decimalParts(c.type!)![1])));
+  const scale = decimalParts(type)![1];
+  const decimals = `${scales.size > 1 ? 'up to ' : ''}${scale} decimal${scale === 1 ? '' : 's'}`;
+  return issue(
+    'warning',
+    'INFERRED_DECIMAL',
+    column,
+    `Column "${column}" holds fixed-point numbers with ${decimals} in every sampled value; inferred ${type} so sums are exact (PATCH {"columns": {"${column}": {"type": "DOUBLE"}}} or --column ${column}=DOUBLE for floating point)`,
+  );
+}
+
 function compare(source: string | undefined, target: string): PlanAction {
   if (source === undefined) return 'unsupported';
   if (source === target) return 'keep';
@@ -116,6 +134,9 @@ function issue(severity: Issue['severity'], code: string, column: string | null,
  */
 export function planContract(files: SampledFile[], definition: ColumnDef[] | undefined, overrides: Overrides): Planned {
   const sources = unify(files);
+  // The same, with inferred decimals read as DuckDB sniffed them: the source of any non-DECIMAL target.
+  const asSniffed = unify(files.map((f) => ({ ...f, columns: f.columns.map(sniffed) })));
+  const sourceFor = (src: UnifiedColumn, target: string) => (decimalParts(target) ? src : asSniffed.find((s) => s.name === src.name)!);
   const plan: PlanEntry[] = [];
   const issues: Issue[] = [];
   const target: TargetColumnDef[] = [];
@@ -144,14 +165,17 @@ export function planContract(files: SampledFile[], definition: ColumnDef[] | und
         issues.push(issue('blocking', 'UNSUPPORTED_TYPE', src.name, `Column "${src.name}" has the nested type ${src.sourceType}, which Lakeport cannot store; decline it (PATCH {"columns": {"${src.name}": {"ignore": true}}})`));
         continue;
       }
-      const action = src.type === undefined ? 'cast' : compare(src.type, targetType);
-      plan.push({ ...entry, action, target_type: targetType });
-      if (action === 'cast') issues.push(castIssue(src.name, src.type ?? src.sourceType, targetType));
+      const from = sourceFor(src, targetType);
+      const action = from.type === undefined ? 'cast' : compare(from.type, targetType);
+      plan.push({ ...entry, source_type: from.type ?? from.sourceType, sources: from.perFile, action, target_type: targetType });
+      if (action === 'cast') issues.push(castIssue(src.name, from.type ?? from.sourceType, targetType));
+      if (action === 'keep' && from.type !== sourceFor(src, 'DOUBLE').type) issues.push(inferredDecimalIssue(src.name, targetType, files));
       target.push({ name: src.name, type: targetType, nullable: true, source_type: src.sourceType, source: src.name });
     }
   } else {
     for (const def of definition) {
-      const src = sources.find((s) => lower(s.name) === lower(def.name));
+      const found = sources.find((s) => lower(s.name) === lower(def.name));
+      const src = found && sourceFor(found, def.type);
       const o = src ? overrideOf(src.name) : undefined;
       const column: TargetColumnDef = { ...def, source_type: src?.sourceType ?? def.source_type, source: src && !o?.ignore ? src.name : undefined };
       if (!src || o?.ignore) {

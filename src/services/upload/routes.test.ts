@@ -35,7 +35,7 @@ describe('the upload protocol', () => {
     expect(contract).toMatchObject({ state: 'proposed', mode: 'infer', requested_mode: 'auto', destination: 'sales.orders.daily', dataset_exists: false });
     expect(contract.plan.map((p: { column: string; target_type: string }) => [p.column, p.target_type])).toEqual([
       ['id', 'BIGINT'],
-      ['amount', 'DOUBLE'],
+      ['amount', 'DECIMAL(18,2)'],
       ['placed_at', 'TIMESTAMP WITH TIME ZONE'],
       ['ip', 'IPV4'],
     ]);
