@@ -1,13 +1,43 @@
 import { parseArgs } from 'node:util';
-import { pino } from 'pino';
-import { ConfigError, loadConfig, type Config } from '../config.ts';
+import type { Config } from '../config.ts';
 import type { AuthService } from '../services/auth/index.ts';
 import { argumentError, commandAt, usage, UsageError, wantsHelp } from './usage.ts';
 
-// The rest of the server is imported only once a command runs, so `--help` loads (and opens) nothing.
+// Everything else (the configuration and its zod schema, pino, the server, the client) is imported
+// only by the command that needs it: `--help` loads this file and usage.ts, and opens nothing
+// (test/cli-imports.test.ts checks it; docs/cli.md, "Start-up").
+
+/** How main() was started. */
+export interface Entry {
+  /** Makes `.ts` modules importable: a no-op under tsx; registers tsx when the precompiled bundle runs. */
+  typescript(): Promise<void>;
+}
+let entry: Entry = { typescript: async () => {} };
+
+/** Imports a server module: the bundle (scripts/build-cli.mjs) leaves each of them a TypeScript import for tsx. */
+async function server<T>(load: () => Promise<T>): Promise<T> {
+  await entry.typescript();
+  return load();
+}
+
+/** A bad configuration: its one line, exit 2 (without a usage text). */
+class ConfigurationMistake extends Error {}
+
+/** The server's configuration from the environment. */
+async function serverConfig(): Promise<Config> {
+  const { ConfigError, loadConfig } = await server(() => import('../config.ts'));
+  try {
+    return loadConfig();
+  } catch (error) {
+    throw error instanceof ConfigError ? new ConfigurationMistake(error.message) : error;
+  }
+}
 
 /** A command's log goes to stderr: its stdout is its answer. */
-const commandLog = (config: Config) => pino({ level: config.logLevel }, pino.destination(2));
+async function commandLog(config: Config) {
+  const { pino } = await import('pino');
+  return pino({ level: config.logLevel }, pino.destination(2));
+}
 
 /** For commands that take no arguments: anything given is a usage mistake. */
 function noArguments(path: string[], args: string[]) {
@@ -36,8 +66,8 @@ async function createCredential(args: string[]): Promise<number> {
     throw argumentError(error, path);
   }
   if (!values['client-id']) throw new UsageError('--client-id is required', path);
-  const { CreateCredentialRequest } = await import('../services/auth/schemas.ts');
-  const { Identity } = await import('../core/http/index.ts');
+  const { CreateCredentialRequest } = await server(() => import('../services/auth/schemas.ts'));
+  const { Identity } = await server(() => import('../core/http/index.ts'));
   const clientId = Identity.safeParse(values['client-id']);
   if (!clientId.success) throw new UsageError(`--client-id ${clientId.error.issues[0].message}`, path);
   const expires = values['expires-in-days'] === 'never' ? null : Number(values['expires-in-days']);
@@ -99,10 +129,10 @@ async function setPlan(args: string[]): Promise<number> {
 
 /** The admin commands' authentication service over the configured database, closed afterwards. */
 async function withAuthService(fn: (auth: AuthService) => Promise<unknown>): Promise<void> {
-  const config = loadConfig();
-  const { openRuntime } = await import('../main.ts');
-  const { createAuthService } = await import('../services/auth/index.ts');
-  const runtime = await openRuntime(config, commandLog(config));
+  const config = await serverConfig();
+  const { openRuntime } = await server(() => import('../main.ts'));
+  const { createAuthService } = await server(() => import('../services/auth/index.ts'));
+  const runtime = await openRuntime(config, await commandLog(config));
   try {
     await fn(await createAuthService({ ...runtime.deps }));
   } finally {
@@ -112,8 +142,8 @@ async function withAuthService(fn: (auth: AuthService) => Promise<unknown>): Pro
 
 async function migrateCommand(args: string[]): Promise<number> {
   noArguments(['migrate'], args);
-  const config = loadConfig();
-  const { migrate, openDatabase } = await import('../core/db/index.ts');
+  const config = await serverConfig();
+  const { migrate, openDatabase } = await server(() => import('../core/db/index.ts'));
   const db = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
   try {
     const applied = await migrate(db);
@@ -128,12 +158,12 @@ async function migrateCommand(args: string[]): Promise<number> {
 const RUN: Record<string, (args: string[]) => Promise<number>> = {
   serve: async (args) => {
     noArguments(['serve'], args);
-    await (await import('../main.ts')).serve(loadConfig());
+    await (await server(() => import('../main.ts'))).serve(await serverConfig());
     return -1;
   },
   worker: async (args) => {
     noArguments(['worker'], args);
-    await (await import('../main.ts')).work(loadConfig());
+    await (await server(() => import('../main.ts'))).work(await serverConfig());
     return -1;
   },
   migrate: migrateCommand,
@@ -170,7 +200,8 @@ function resolve(argv: string[]): { path: string[]; args: string[] } {
   }
 }
 
-export async function main(argv: string[]): Promise<number> {
+export async function main(argv: string[], from: Entry = entry): Promise<number> {
+  entry = from;
   try {
     // `lakeport help admin rotate-keys` is `lakeport admin rotate-keys --help`.
     const { path, args } = resolve(argv[0] === 'help' ? [...argv.slice(1), '--help'] : argv);
@@ -185,7 +216,7 @@ export async function main(argv: string[]): Promise<number> {
       process.stderr.write(`lakeport: ${error.message}\n${usage(error.path)}\n`);
       return 2;
     }
-    if (error instanceof ConfigError) {
+    if (error instanceof ConfigurationMistake) {
       process.stderr.write(`lakeport: ${error.message}\n`);
       return 2;
     }

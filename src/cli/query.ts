@@ -1,5 +1,6 @@
 import { parseArgs } from 'node:util';
 import { LakeportApiError, LakeportClient, type DownloadFormat } from '../client/index.ts';
+import { httpFetch } from './http-fetch.ts';
 import { argumentError, commandAt } from './usage.ts';
 
 
@@ -40,7 +41,7 @@ export async function queryCommand(args: string[], io: { stdout: NodeJS.Writable
     parameters[p.slice(0, at)] = raw === 'true' ? true : raw === 'false' ? false : raw !== '' && Number.isFinite(Number(raw)) ? Number(raw) : raw;
   }
   try {
-    const client = LakeportClient.fromEnv();
+    const client = LakeportClient.fromEnv(process.env, { fetch: httpFetch });
     const job = await client.submitJob({ sql_text: positionals[0], parameters, client_info: { application: 'lakeport-cli' } });
     const status = await client.waitForJob(job.execution_id);
     if (status.status !== 'succeeded') {

@@ -1,0 +1,3 @@
+export const BUNDLE_DIR: string;
+export const INPUTS_FILE: string;
+export function buildCli(outdir?: string): Promise<{ outdir: string; inputs: string[] }>;
