@@ -110,14 +110,14 @@ async function setPlan(args: string[]): Promise<number> {
   }
   if (!values.account) throw new UsageError('--account is required', path);
   if (!values.plan) throw new UsageError('--plan is required (a plan of LAKEPORT_PLANS, or default)', path);
-  const config = loadConfig();
+  const config = await serverConfig();
   const plan = values.plan === 'default' ? null : values.plan;
   if (plan !== null && !Object.hasOwn(config.plans.quotas, plan)) {
     throw new UsageError(`--plan '${plan}' is not one of the configured plans: ${Object.keys(config.plans.quotas).join(', ')}, default`, path);
   }
-  const { openRuntime } = await import('../main.ts');
-  const { setAccountPlan } = await import('../services/accounts/index.ts');
-  const runtime = await openRuntime(config, commandLog(config));
+  const { openRuntime } = await server(() => import('../main.ts'));
+  const { setAccountPlan } = await server(() => import('../services/accounts/index.ts'));
+  const runtime = await openRuntime(config, await commandLog(config));
   try {
     const quota = await setAccountPlan(runtime.db, config.plans, values.account, plan);
     process.stdout.write(`${JSON.stringify({ account_id: values.account, ...quota })}\n`);
