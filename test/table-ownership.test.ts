@@ -38,6 +38,7 @@ const OWNERS: Record<string, string> = {
   workspaces: ACCOUNTS,
   purged_workspaces: ACCOUNTS,
   account_domains: ACCOUNTS,
+  notifications: ACCOUNTS,
   policies: POLICY,
   catalog_namespaces: CATALOG,
   catalog_collections: CATALOG,

@@ -30,6 +30,9 @@ export type ManagementAction =
   | 'domain.claim'
   | 'domain.release'
   | 'domain.verify'
+  | 'notification.update'
+  // any credential of the identity
+  | 'notification.read'
   // workspace level: pairs covering `<ws>.*` with owner (or unnarrowed)
   | 'workspace.delete'
   // credentials of the caller's own identity
@@ -58,6 +61,7 @@ const ACCOUNT_LEVEL: ReadonlySet<ManagementAction> = new Set([
   'domain.claim',
   'domain.release',
   'domain.verify',
+  'notification.update',
 ]);
 
 const DESCRIBE: Record<ManagementAction, string> = {
@@ -72,6 +76,8 @@ const DESCRIBE: Record<ManagementAction, string> = {
   'domain.claim': "claim the account's domains",
   'domain.release': "release the account's domains",
   'domain.verify': "verify the account's domains",
+  'notification.update': 'mark notifications read or dismiss them',
+  'notification.read': "read the identity's notifications",
   'workspace.delete': 'delete a workspace',
   'credential.create': 'create credentials',
   'credential.read': "see the identity's other credentials",
@@ -84,6 +90,8 @@ export function manageRefusal(principal: Pick<Principal, 'permissions' | 'creden
   const narrowed = (detail: string) => appError('CREDENTIAL_NARROWED', `This credential is narrowed by permissions; ${detail}`);
   if (ACCOUNT_LEVEL.has(action)) return narrowed(`only an unnarrowed credential may ${DESCRIBE[action]}`);
   switch (action) {
+    case 'notification.read':
+      return undefined;
     case 'workspace.delete': {
       const workspace = target.workspace ?? '';
       if (permissionsWithin([[`${workspace}.*`, 'owner']], principal.permissions)) return undefined;

@@ -3,6 +3,7 @@ import type { AuthTables } from './tables/auth.ts';
 import type { CatalogTables } from './tables/catalog.ts';
 import type { DomainTables } from './tables/domains.ts';
 import type { JobTables } from './tables/jobs.ts';
+import type { NotificationTables } from './tables/notifications.ts';
 import type { PolicyTables } from './tables/policy.ts';
 import type { SecretTables } from './tables/secrets.ts';
 import type { UploadTables } from './tables/upload.ts';
@@ -16,5 +17,6 @@ export type * from './tables/upload.ts';
 export type * from './tables/jobs.ts';
 export type * from './tables/secrets.ts';
 export type * from './tables/domains.ts';
+export type * from './tables/notifications.ts';
 
-export interface Database extends AuthTables, AccountTables, PolicyTables, CatalogTables, UploadTables, JobTables, SecretTables, DomainTables {}
+export interface Database extends AuthTables, AccountTables, PolicyTables, CatalogTables, UploadTables, JobTables, SecretTables, DomainTables, NotificationTables {}

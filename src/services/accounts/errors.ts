@@ -24,6 +24,8 @@ export const ACCOUNTS_ERRORS = {
   // domains
   DOMAIN_NOT_FOUND: 404,
   DOMAIN_VERIFIED_ELSEWHERE: 409,
+  // notifications
+  NOTIFICATION_NOT_FOUND: 404,
 } as const;
 
 declare module '../../core/errors/app-error.ts' {

@@ -9,15 +9,20 @@ import { AccountService } from './account-service.ts';
 import type { TxtResolver } from './dns-txt.ts';
 import { domainRoutes } from './domain-routes.ts';
 import { DomainService, type DomainServiceDeps } from './domain-service.ts';
+import { events } from './notification-events.ts';
+import { notificationRoutes } from './notification-routes.ts';
+import { NotificationService } from './notification-service.ts';
 import { WorkspaceRepo } from './workspace-repo.ts';
 import type { WorkspaceDirectory } from './workspace-directory.ts';
 import { workspaceRoutes } from './workspace-routes.ts';
-import { WorkspaceService, type GenesisPort, type LakeFiles, type NamespacePort, type PolicyPurgePort } from './workspace-service.ts';
+import { WorkspaceService, type GenesisPort, type LakeFiles, type NamespacePort, type PolicyPurgePort, type WorkspaceOwnersPort } from './workspace-service.ts';
 
 export { AccountService } from './account-service.ts';
 export { WorkspaceRepo } from './workspace-repo.ts';
 export { WorkspaceService, GRACE_MS, type Guards, type NamespacePort, type GenesisPort, type PolicyPurgePort, type LakeFiles } from './workspace-service.ts';
 export { DomainService, type DomainVerifiedEvent } from './domain-service.ts';
+export { NotificationService, type Notifier, type NotificationExecutor } from './notification-service.ts';
+export { events as notificationEvents, type NotificationEvent, type NotificationType } from './notification-events.ts';
 export { dnsTxtResolver, DEFAULT_DNS, type DnsOptions, type TxtResolver } from './dns-txt.ts';
 export { assertLive, requireLiveWorkspace, type WorkspaceDirectory, type WorkspaceEntry } from './workspace-directory.ts';
 
@@ -37,7 +42,8 @@ export function catalogNamespaces(catalog: Catalog): NamespacePort {
  */
 export function openAccountRecords(db: Db) {
   const records = new WorkspaceRepo(db);
-  return { accounts: new AccountService(db), records, directory: records as WorkspaceDirectory };
+  const notifications = new NotificationService(db);
+  return { accounts: new AccountService(db, notifications), records, directory: records as WorkspaceDirectory, notifications };
 }
 
 export type AccountRecords = ReturnType<typeof openAccountRecords>;
@@ -48,6 +54,8 @@ export interface AccountsOptions extends AccountRecords {
   namespaces: NamespacePort;
   genesis: GenesisPort;
   purgePolicies: PolicyPurgePort;
+  /** Who owns a workspace (policy grants), told of its deletion, restore and purge. */
+  workspaceOwners: WorkspaceOwnersPort;
   lake: LakeFiles;
   /** The policy service's genesis endpoint, served on /control as well. */
   genesisRoute: FastifyPluginAsync;
@@ -63,7 +71,7 @@ export interface AccountsOptions extends AccountRecords {
  * routes; `directory` answers other modules whether a workspace exists and is live.
  */
 export function createAccountsService(options: AccountsOptions) {
-  const { accounts, records, directory, log } = options;
+  const { accounts, records, directory, notifications, log } = options;
   const workspaces = new WorkspaceService({
     accounts,
     records,
@@ -73,30 +81,51 @@ export function createAccountsService(options: AccountsOptions) {
     authz: options.authz,
     files: options.lake,
     log: options.log,
+    notifier: notifications,
+    owners: options.workspaceOwners,
   });
-  const domains = new DomainService({ db: options.db, accounts, ...options.domains, log });
+  const onVerified = options.domains.onVerified;
+  const domains = new DomainService({
+    db: options.db,
+    accounts,
+    ...options.domains,
+    onVerified: async (event) => {
+      await notifications.notifyBillingAdmins(event.account_id, events.domainVerified(event));
+      await onVerified?.(event);
+    },
+    log,
+  });
   const common = accountRoutes({ accounts, verifier: options.verifier });
   const routesFor =
     (flavor: 'billing' | 'control'): FastifyPluginAsync =>
     async (app) => {
       await app.register(common);
       await app.register(workspaceRoutes({ workspaces, verifier: options.verifier }, flavor));
-      if (flavor === 'control') await app.register(domainRoutes({ domains, verifier: options.verifier }));
+      if (flavor === 'control') {
+        await app.register(domainRoutes({ domains, verifier: options.verifier }));
+        await app.register(notificationRoutes({ notifications, verifier: options.verifier }));
+      }
     };
   return serviceModule({
     accounts,
     workspaces,
     domains,
+    notifications,
     records,
     directory,
     apis: [
       { prefix: '/billing', title: 'account service (billing)', description: 'Accounts, members, invoices and workspaces.', routes: [routesFor('billing')] },
-      { prefix: '/control', title: 'account service (control)', description: 'Accounts, members, invoices, workspaces, guards and domains.', routes: [routesFor('control'), options.genesisRoute] },
+      { prefix: '/control', title: 'account service (control)', description: 'Accounts, members, invoices, workspaces, guards, domains and notifications.', routes: [routesFor('control'), options.genesisRoute] },
     ],
-    upkeep: () =>
-      workspaces.purgeExpired().then(
+    upkeep: async () => {
+      await workspaces.purgeExpired().then(
         (names) => void (names.length > 0 && log.info({ workspaces: names }, 'purged workspaces past their grace window')),
         (error: unknown) => log.error({ err: error }, 'workspace purge failed'),
-      ),
+      );
+      await notifications.purgeExpired().then(
+        (count) => void (count > 0 && log.info({ notifications: count }, 'deleted notifications past retention')),
+        (error: unknown) => log.error({ err: error }, 'notification purge failed'),
+      );
+    },
   });
 }
