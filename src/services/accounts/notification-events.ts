@@ -1,5 +1,4 @@
 import type { NotificationResource } from '../../core/db/index.ts';
-import type { DomainVerifiedEvent } from './domain-service.ts';
 
 /** Every notification type (docs/notifications.md has the table). */
 export const NOTIFICATION_TYPES = [
@@ -145,7 +144,8 @@ export const events = {
     resource: { kind: 'payment', id: f.paymentId, path: `${C}/accounts/${enc(f.accountId)}/payments/${enc(f.paymentId)}` },
     data: { payment_id: f.paymentId, amount: f.amount, currency: f.currency, reason: f.reason },
   }),
-  domainVerified: (e: DomainVerifiedEvent): NotificationEvent => ({
+  /** DomainService's DomainVerifiedEvent (not imported: domain-service depends on account-service, which uses these). */
+  domainVerified: (e: { account_id: string; domain: string; domain_unicode: string; verified_by: string; verified_at: string }): NotificationEvent => ({
     type: 'domain.verified',
     message: `${e.verified_by} verified ${e.domain_unicode} for account ${e.account_id}`,
     actor: e.verified_by,
