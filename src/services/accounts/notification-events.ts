@@ -29,7 +29,7 @@ export interface NotificationEvent {
   data: Record<string, unknown>;
 }
 
-/** Links point at the /control prefix, where every resource named here can be read or acted on. */
+/** Links point at the /control prefix (workspace restore, which /control lacks, is on /billing). */
 const C = '/control/v1';
 const enc = encodeURIComponent;
 const accountRef = (accountId: string): NotificationResource => ({ kind: 'account', id: accountId, path: `${C}/accounts/${enc(accountId)}` });
@@ -38,7 +38,8 @@ const memberRef = (accountId: string, identity: string): NotificationResource =>
   id: identity,
   path: `${C}/accounts/${enc(accountId)}/members/${enc(identity)}`,
 });
-const workspaceRef = (name: string): NotificationResource => ({ kind: 'workspace', id: name, path: `${C}/workspaces/${enc(name)}` });
+/** A workspace has no GET of its own: the link is its account's workspace listing, which shows its state. */
+const workspaceRef = (name: string, accountId: string): NotificationResource => ({ kind: 'workspace', id: name, path: `${C}/accounts/${enc(accountId)}/workspaces` });
 
 interface MemberFacts {
   accountId: string;
@@ -109,15 +110,15 @@ export const events = {
     message: `${f.actor} deleted workspace ${f.workspace}; an owner can restore it until ${f.purgeAfter.toISOString()}, then it is purged`,
     actor: f.actor,
     account_id: f.accountId,
-    resource: workspaceRef(f.workspace),
-    data: { workspace: f.workspace, purge_after: f.purgeAfter.toISOString(), restore_path: `${workspaceRef(f.workspace).path}/restore` },
+    resource: workspaceRef(f.workspace, f.accountId),
+    data: { workspace: f.workspace, purge_after: f.purgeAfter.toISOString(), restore_path: `/billing/v1/workspaces/${enc(f.workspace)}/restore` },
   }),
   workspaceRestored: (f: { workspace: string; accountId: string; actor: string }): NotificationEvent => ({
     type: 'workspace.restored',
     message: `${f.actor} restored workspace ${f.workspace}`,
     actor: f.actor,
     account_id: f.accountId,
-    resource: workspaceRef(f.workspace),
+    resource: workspaceRef(f.workspace, f.accountId),
     data: { workspace: f.workspace },
   }),
   workspacePurged: (f: { workspace: string; accountId: string; deletedBy: string | null }): NotificationEvent => ({
@@ -125,7 +126,7 @@ export const events = {
     message: `Workspace ${f.workspace} was purged after its grace window; its data and access policies are gone`,
     actor: null,
     account_id: f.accountId,
-    resource: workspaceRef(f.workspace),
+    resource: workspaceRef(f.workspace, f.accountId),
     data: { workspace: f.workspace, deleted_by: f.deletedBy },
   }),
   paymentSucceeded: (f: { accountId: string; paymentId: string; amount: number; currency: string; actor: string | null }): NotificationEvent => ({

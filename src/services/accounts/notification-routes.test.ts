@@ -171,7 +171,7 @@ describe('workspace events', () => {
   it('deletion, restore and purge notify the members of the record and the owners of the grants', async () => {
     await clearAll();
     // wendy: billing_admin and owner; wes: reader member; olga: owner member; pete: owner by a later policy.
-    await createWorkspace(users.wendy, ws, { wes: 'reader', olga: 'owner' });
+    const wsAccount = await createWorkspace(users.wendy, ws, { wes: 'reader', olga: 'owner' });
     await ok(users.wendy.request('POST', `/policy/v1/access/workspace/${ws}/policies`, { principal: { identity: 'pete' }, role: 'owner', pattern: `${ws}.*` }), 201);
 
     const deleted = await ok(users.wendy.request('DELETE', `/billing/v1/workspaces/${ws}`));
@@ -179,8 +179,8 @@ describe('workspace events', () => {
     expect(Object.keys(soft).sort()).toEqual(['olga', 'pete', 'wes']);
     expect(soft.wes[0]).toMatchObject({
       actor: 'wendy',
-      resource: { kind: 'workspace', id: ws, path: `/control/v1/workspaces/${ws}` },
-      data: { workspace: ws, purge_after: deleted.purge_after },
+      resource: { kind: 'workspace', id: ws, path: `/control/v1/accounts/${wsAccount}/workspaces` },
+      data: { workspace: ws, purge_after: deleted.purge_after, restore_path: `/billing/v1/workspaces/${ws}/restore` },
     });
     expect(soft.wes[0].message).toContain(deleted.purge_after);
 
