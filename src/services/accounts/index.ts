@@ -66,6 +66,23 @@ export interface AccountsOptions extends AccountRecords {
   domains: { resolveTxt: TxtResolver; onVerified?: DomainServiceDeps['onVerified'] };
 }
 
+/** The account service's periodic work: purges workspaces past their grace window, then notifications past retention. Logs; never rejects. */
+export async function accountsUpkeep(parts: {
+  workspaces: Pick<WorkspaceService, 'purgeExpired'>;
+  notifications: Pick<NotificationService, 'purgeExpired'>;
+  log: Logger;
+}): Promise<void> {
+  const { log } = parts;
+  await parts.workspaces.purgeExpired().then(
+    (names) => void (names.length > 0 && log.info({ workspaces: names }, 'purged workspaces past their grace window')),
+    (error: unknown) => log.error({ err: error }, 'workspace purge failed'),
+  );
+  await parts.notifications.purgeExpired().then(
+    (count) => void (count > 0 && log.info({ notifications: count }, 'deleted notifications past retention')),
+    (error: unknown) => log.error({ err: error }, 'notification purge failed'),
+  );
+}
+
 /**
  * The account service: accounts, members and invoices on both prefixes, plus each prefix's workspace
  * routes; `directory` answers other modules whether a workspace exists and is live.
@@ -117,15 +134,6 @@ export function createAccountsService(options: AccountsOptions) {
       { prefix: '/billing', title: 'account service (billing)', description: 'Accounts, members, invoices and workspaces.', routes: [routesFor('billing')] },
       { prefix: '/control', title: 'account service (control)', description: 'Accounts, members, invoices, workspaces, guards, domains and notifications.', routes: [routesFor('control'), options.genesisRoute] },
     ],
-    upkeep: async () => {
-      await workspaces.purgeExpired().then(
-        (names) => void (names.length > 0 && log.info({ workspaces: names }, 'purged workspaces past their grace window')),
-        (error: unknown) => log.error({ err: error }, 'workspace purge failed'),
-      );
-      await notifications.purgeExpired().then(
-        (count) => void (count > 0 && log.info({ notifications: count }, 'deleted notifications past retention')),
-        (error: unknown) => log.error({ err: error }, 'notification purge failed'),
-      );
-    },
+    upkeep: () => accountsUpkeep({ workspaces, notifications, log }),
   });
 }

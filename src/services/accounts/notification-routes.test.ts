@@ -9,6 +9,8 @@ import { sql } from 'kysely';
 import { createWorkspace, signIn, type TestUser } from '../../../test/clients.ts';
 import { startDnsServer, type TestDnsServer } from '../../../test/dns-server.ts';
 import { createTestApp, type TestApp } from '../../../test/harness.ts';
+import { recordingLogger } from '../../../test/recording-logger.ts';
+import { accountsUpkeep } from './index.ts';
 import { events } from './notification-events.ts';
 import { NotificationService, READ_RETENTION_MS, UNREAD_RETENTION_MS } from './notification-service.ts';
 
@@ -206,6 +208,18 @@ describe('domain and payment events', () => {
     expect(got.alice[0]).toMatchObject({ actor: 'carol', resource: { kind: 'domain', id: 'notify.example' }, data: { domain: 'notify.example' } });
   });
 
+  it("the Notifier port writes inside the caller's transaction: a rollback leaves no notification", async () => {
+    await clearAll();
+    const event = events.paymentDeclined({ accountId: A, paymentId: 'pay_rollback', amount: 1, currency: 'usd', actor: null, reason: 'card_declined' });
+    await expect(
+      t.db.kysely.transaction().execute(async (trx) => {
+        await notifications.notifyBillingAdmins(A, event, { within: trx });
+        throw new Error('the payment write failed');
+      }),
+    ).rejects.toThrow('the payment write failed');
+    expect(await whoGot('payment.declined')).toEqual({});
+  });
+
   it('the Notifier port sends payment outcomes to the billing_admins of that account only', async () => {
     await clearAll();
     await notifications.notifyBillingAdmins(A, events.paymentDeclined({ accountId: A, paymentId: 'pay_1', amount: 500, currency: 'usd', actor: null, reason: 'card_declined' }));
@@ -326,5 +340,18 @@ describe('retention', () => {
     const left = (await feedOf(users.yan, '?limit=200')).notifications.filter((n) => n.type === 'payment.succeeded').map((n) => n.data.payment_id);
     expect(left.sort()).toEqual(['pay_r30', 'pay_u100']);
     expect((await feedOf(users.zed, '?limit=200')).notifications.length).toBe(zedBefore);
+  });
+
+  it("runs in the account service's upkeep, which logs what it deleted and what failed", async () => {
+    await notifications.notify(['yan'], events.paymentSucceeded({ accountId: 'acct_x', paymentId: 'pay_old', amount: 1, currency: 'usd', actor: null }));
+    await t.db.kysely.updateTable('notifications').set({ created_at: new Date(Date.now() - 400 * DAY) }).where('recipient', '=', 'yan').execute();
+    const { log, entries } = recordingLogger();
+    await accountsUpkeep({ workspaces: t.app.lakeport.workspaces, notifications, log });
+    expect(entries).toContainEqual(expect.objectContaining({ level: 'info', message: 'deleted notifications past retention' }));
+    expect((await feedOf(users.yan, '?limit=200')).notifications).toEqual([]);
+
+    const failing = recordingLogger();
+    await accountsUpkeep({ workspaces: { purgeExpired: async () => [] }, notifications: { purgeExpired: () => Promise.reject(new Error('db down')) }, log: failing.log });
+    expect(failing.entries).toContainEqual(expect.objectContaining({ level: 'error', message: 'notification purge failed' }));
   });
 });
