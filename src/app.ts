@@ -196,6 +196,7 @@ async function createServices(deps: AppDeps, log: FastifyBaseLogger) {
     genesis: async (workspace, grants, caller) =>
       void (await policy.policies.genesis({ kind: 'identity', identity: caller.identity }, workspace, grants)),
     purgePolicies: (workspace) => policyStore.removeWorkspace(workspace),
+    workspaceOwners: async (workspace) => [...new Set((await policyStore.list(workspace)).filter((p) => p.role === 'owner').map((p) => p.principal))],
     lake: {
       removeWorkspace: async (workspace, files) => {
         for (const key of files) await deps.blobs.delete(key);

@@ -17,6 +17,9 @@ const BODILESS = new Set([
   'POST /control/v1/accounts/{account_id}/members/{identity}/accept',
   'POST /billing/v1/workspaces/{name}/restore',
   'POST /control/v1/accounts/{account_id}/domains/{domain}/verify',
+  'POST /control/v1/notifications/read-all',
+  'POST /control/v1/notifications/{notification_id}/read',
+  'POST /control/v1/notifications/{notification_id}/dismiss',
   'POST /jobs/api/v1/jobs/{identifier}/cancel',
 ]);
 

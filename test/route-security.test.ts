@@ -116,6 +116,7 @@ function expand(url: string, f: Fixtures): string {
     identifier: '01HZZZZZZZZZZZZZZZZZZZZZZZ',
     invoice_id: 'inv_doesnotexist0001',
     domain: 'example.com',
+    notification_id: 'ntf_doesnotexist0001',
   };
   const expanded = url.replace(/:([A-Za-z_][A-Za-z0-9_]*)/g, (_m, name: string) => {
     if (!(name in values)) throw new Error(`route ${url}: no sample value for path parameter :${name} — add one to expand()`);

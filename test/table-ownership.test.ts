@@ -42,6 +42,7 @@ const OWNERS: Record<string, string> = {
   payment_methods: ACCOUNTS,
   payments: ACCOUNTS,
   service_accounts: ACCOUNTS,
+  notifications: ACCOUNTS,
   policies: POLICY,
   catalog_namespaces: CATALOG,
   catalog_collections: CATALOG,

@@ -25,6 +25,14 @@ describe('mayManage: what a narrowed credential may manage', () => {
     }
   });
 
+  it('lets any credential read its notifications, but only an unnarrowed one mark or dismiss them', () => {
+    for (const narrowed of [reader, salesOwner]) {
+      expect(mayManage(narrowed, 'notification.read')).toBe(true);
+      expect(manageRefusal(narrowed, 'notification.update')).toMatchObject({ status: 403, code: 'CREDENTIAL_NARROWED' });
+    }
+    expect(mayManage(unnarrowed, 'notification.update')).toBe(true);
+  });
+
   it('soft-deletes a workspace only with pairs covering <ws>.* with owner', () => {
     expect(mayManage(salesOwner, 'workspace.delete', { workspace: 'sales' })).toBe(true);
     expect(mayManage(caller([['ops.*', 'reader'], ['sales.*', 'owner']]), 'workspace.delete', { workspace: 'sales' })).toBe(true);

@@ -36,6 +36,9 @@ export type ManagementAction =
   | 'service_account.add'
   | 'service_account.remove'
   | 'service_account.credentials'
+  | 'notification.update'
+  // any credential of the identity
+  | 'notification.read'
   // workspace level: pairs covering `<ws>.*` with owner (or unnarrowed)
   | 'workspace.delete'
   // credentials of the caller's own identity
@@ -70,6 +73,7 @@ const ACCOUNT_LEVEL: ReadonlySet<ManagementAction> = new Set([
   'service_account.add',
   'service_account.remove',
   'service_account.credentials',
+  'notification.update',
 ]);
 
 const DESCRIBE: Record<ManagementAction, string> = {
@@ -90,6 +94,8 @@ const DESCRIBE: Record<ManagementAction, string> = {
   'service_account.add': 'add service accounts',
   'service_account.remove': 'remove service accounts',
   'service_account.credentials': "manage service accounts' credentials",
+  'notification.update': 'mark notifications read or dismiss them',
+  'notification.read': "read the identity's notifications",
   'workspace.delete': 'delete a workspace',
   'credential.create': 'create credentials',
   'credential.read': "see the identity's other credentials",
@@ -102,6 +108,8 @@ export function manageRefusal(principal: Pick<Principal, 'permissions' | 'creden
   const narrowed = (detail: string) => appError('CREDENTIAL_NARROWED', `This credential is narrowed by permissions; ${detail}`);
   if (ACCOUNT_LEVEL.has(action)) return narrowed(`only an unnarrowed credential may ${DESCRIBE[action]}`);
   switch (action) {
+    case 'notification.read':
+      return undefined;
     case 'workspace.delete': {
       const workspace = target.workspace ?? '';
       if (permissionsWithin([[`${workspace}.*`, 'owner']], principal.permissions)) return undefined;

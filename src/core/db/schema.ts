@@ -4,6 +4,7 @@ import type { CatalogTables } from './tables/catalog.ts';
 import type { DomainTables } from './tables/domains.ts';
 import type { JobTables } from './tables/jobs.ts';
 import type { PaymentTables } from './tables/payments.ts';
+import type { NotificationTables } from './tables/notifications.ts';
 import type { PolicyTables } from './tables/policy.ts';
 import type { SecretTables } from './tables/secrets.ts';
 import type { UploadTables } from './tables/upload.ts';
@@ -18,5 +19,6 @@ export type * from './tables/jobs.ts';
 export type * from './tables/secrets.ts';
 export type * from './tables/domains.ts';
 export type * from './tables/payments.ts';
+export type * from './tables/notifications.ts';
 
-export interface Database extends AuthTables, AccountTables, PolicyTables, CatalogTables, UploadTables, JobTables, SecretTables, DomainTables, PaymentTables {}
+export interface Database extends AuthTables, AccountTables, PolicyTables, CatalogTables, UploadTables, JobTables, SecretTables, DomainTables, PaymentTables, NotificationTables {}

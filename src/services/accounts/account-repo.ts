@@ -29,6 +29,11 @@ export interface AccountPatch {
 export class AccountRepo {
   constructor(private readonly db: Kysely<Database>) {}
 
+  /** The Kysely instance (a transaction's, inside one) that other writes join, such as notifications. */
+  get executor(): Kysely<Database> {
+    return this.db;
+  }
+
   /** Runs `fn` in one transaction with a repo bound to it. */
   transaction<T>(fn: (repo: AccountRepo) => Promise<T>): Promise<T> {
     return this.db.transaction().execute((trx) => fn(new AccountRepo(trx)));

@@ -1,6 +1,8 @@
 import { newId } from '../../core/crypto/index.ts';
 import type { AccountRole, Db } from '../../core/db/index.ts';
 import { accountsError } from './errors.ts';
+import { events } from './notification-events.ts';
+import type { Notifier } from './notification-service.ts';
 import {
   ACTIVE_MEMBERSHIP_INDEX,
   AccountRepo,
@@ -120,7 +122,11 @@ const lastBillingAdmin = (accountId: string) =>
 export class AccountService {
   private readonly repo: AccountRepo;
 
-  constructor(db: Db) {
+  /** `notifier`: where membership events go, in the transaction that makes them (docs/notifications.md). */
+  constructor(
+    db: Db,
+    private readonly notifier?: Notifier,
+  ) {
     this.repo = new AccountRepo(db.kysely);
   }
 
@@ -266,6 +272,11 @@ export class AccountService {
         invite_expires_at: new Date(now.getTime() + INVITE_LIFETIME_MS),
       });
       if (!row) throw active();
+      await this.notifier?.notify(
+        [input.identity],
+        events.inviteReceived({ accountId, identity: input.identity, actor: caller, role: input.role, expiresAt: row.invite_expires_at! }),
+        repo.executor,
+      );
       return memberView(row);
     });
   }
@@ -302,6 +313,10 @@ export class AccountService {
           min_age_ms: minAge,
           eligible_at: eligibleAt(now, minAge),
         });
+        await this.notifier?.notifyBillingAdmins(accountId, events.inviteAccepted({ accountId, identity, actor: caller, role: row.role, invitedBy: invite.invited_by }), {
+          also: [invite.invited_by],
+          within: repo.executor,
+        });
         return { expired: false, member: memberView(row) } as const;
       });
     } catch (error) {
@@ -328,7 +343,11 @@ export class AccountService {
       ) {
         throw lastBillingAdmin(accountId);
       }
-      return memberView(await repo.updateMemberRole(accountId, identity, role));
+      const updated = await repo.updateMemberRole(accountId, identity, role);
+      if (member.role !== role) {
+        await this.notifier?.notify([identity], events.roleChanged({ accountId, identity, actor: caller, from: member.role, to: role, state: member.state }), repo.executor);
+      }
+      return memberView(updated);
     });
   }
 
@@ -350,9 +369,25 @@ export class AccountService {
         throw lastBillingAdmin(accountId);
       }
       await repo.deleteMember(accountId, identity);
+      await this.notifyRemoval(repo, caller, accountId, member);
       const what = member.state === 'pending' ? 'Invite withdrawn' : 'Member removed';
       return { message: `${what}: '${identity}' from account ${accountId}`, account_id: accountId, identity };
     });
+  }
+
+  /** Who hears of a removal: the removed identity when someone else removed it, else the billing_admins (and the inviter of a declined invite). */
+  private async notifyRemoval(repo: AccountRepo, caller: string, accountId: string, member: MemberRow): Promise<void> {
+    if (!this.notifier) return;
+    const facts = { accountId, identity: member.identity, actor: caller };
+    const within = repo.executor;
+    if (caller !== member.identity) {
+      const event = member.state === 'pending' ? events.inviteWithdrawn(facts) : events.memberRemoved(facts);
+      await this.notifier.notify([member.identity], event, within);
+    } else if (member.state === 'pending') {
+      await this.notifier.notifyBillingAdmins(accountId, events.inviteDeclined({ ...facts, invitedBy: member.invited_by }), { also: [member.invited_by], within });
+    } else {
+      await this.notifier.notifyBillingAdmins(accountId, events.memberLeft({ ...facts, role: member.role }), { within });
+    }
   }
 
   // ---- invoices (placeholders: there is no billing engine yet) ----

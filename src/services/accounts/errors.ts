@@ -41,6 +41,8 @@ export const ACCOUNTS_ERRORS = {
   PAYMENT_IDEMPOTENCY_KEY_REUSED: 409,
   PROCESSOR_UNAVAILABLE: 502,
   PROCESSOR_TIMEOUT: 504,
+  // notifications
+  NOTIFICATION_NOT_FOUND: 404,
 } as const;
 
 declare module '../../core/errors/app-error.ts' {

@@ -13,17 +13,22 @@ import type { PaymentProcessor } from './payment-processor.ts';
 import { paymentRoutes } from './payment-routes.ts';
 import { PaymentService, type PaymentEventHook } from './payment-service.ts';
 import { SandboxProcessor } from './sandbox-processor.ts';
+import { events } from './notification-events.ts';
+import { notificationRoutes } from './notification-routes.ts';
+import { NotificationService } from './notification-service.ts';
 import { WorkspaceRepo } from './workspace-repo.ts';
 import { serviceAccountRoutes } from './service-account-routes.ts';
 import { ServiceAccountService, type PlanSettings, type ServiceAccountCredentials } from './service-account-service.ts';
 import type { WorkspaceDirectory } from './workspace-directory.ts';
 import { workspaceRoutes } from './workspace-routes.ts';
-import { WorkspaceService, type GenesisPort, type LakeFiles, type NamespacePort, type PolicyPurgePort } from './workspace-service.ts';
+import { WorkspaceService, type GenesisPort, type LakeFiles, type NamespacePort, type PolicyPurgePort, type WorkspaceOwnersPort } from './workspace-service.ts';
 
 export { AccountService } from './account-service.ts';
 export { WorkspaceRepo } from './workspace-repo.ts';
 export { WorkspaceService, GRACE_MS, type Guards, type NamespacePort, type GenesisPort, type PolicyPurgePort, type LakeFiles } from './workspace-service.ts';
 export { DomainService, type DomainVerifiedEvent } from './domain-service.ts';
+export { NotificationService, type Notifier, type NotificationExecutor } from './notification-service.ts';
+export { events as notificationEvents, type NotificationEvent, type NotificationType } from './notification-events.ts';
 export { dnsTxtResolver, DEFAULT_DNS, type DnsOptions, type TxtResolver } from './dns-txt.ts';
 export { createPaymentProcessor, type PaymentsConfig } from './payment-config.ts';
 export type { PaymentProcessor } from './payment-processor.ts';
@@ -47,7 +52,8 @@ export function catalogNamespaces(catalog: Catalog): NamespacePort {
  */
 export function openAccountRecords(db: Db) {
   const records = new WorkspaceRepo(db);
-  return { db, accounts: new AccountService(db), records, directory: records as WorkspaceDirectory };
+  const notifications = new NotificationService(db);
+  return { db, accounts: new AccountService(db, notifications), records, directory: records as WorkspaceDirectory, notifications };
 }
 
 export type AccountRecords = ReturnType<typeof openAccountRecords>;
@@ -61,6 +67,8 @@ export interface AccountsOptions extends AccountRecords {
   namespaces: NamespacePort;
   genesis: GenesisPort;
   purgePolicies: PolicyPurgePort;
+  /** Who owns a workspace (policy grants), told of its deletion, restore and purge. */
+  workspaceOwners: WorkspaceOwnersPort;
   lake: LakeFiles;
   /** The policy service's genesis endpoint, served on /control as well. */
   genesisRoute: FastifyPluginAsync;
@@ -74,12 +82,29 @@ export interface AccountsOptions extends AccountRecords {
   onPaymentEvent?: PaymentEventHook;
 }
 
+/** The account service's periodic work: purges workspaces past their grace window, then notifications past retention. Logs; never rejects. */
+export async function accountsUpkeep(parts: {
+  workspaces: Pick<WorkspaceService, 'purgeExpired'>;
+  notifications: Pick<NotificationService, 'purgeExpired'>;
+  log: Logger;
+}): Promise<void> {
+  const { log } = parts;
+  await parts.workspaces.purgeExpired().then(
+    (names) => void (names.length > 0 && log.info({ workspaces: names }, 'purged workspaces past their grace window')),
+    (error: unknown) => log.error({ err: error }, 'workspace purge failed'),
+  );
+  await parts.notifications.purgeExpired().then(
+    (count) => void (count > 0 && log.info({ notifications: count }, 'deleted notifications past retention')),
+    (error: unknown) => log.error({ err: error }, 'notification purge failed'),
+  );
+}
+
 /**
  * The account service: accounts, members and invoices on both prefixes, plus each prefix's workspace
  * routes; `directory` answers other modules whether a workspace exists and is live.
  */
 export function createAccountsService(options: AccountsOptions) {
-  const { accounts, records, directory, log } = options;
+  const { accounts, records, directory, notifications, log } = options;
   const workspaces = new WorkspaceService({
     accounts,
     records,
@@ -89,14 +114,36 @@ export function createAccountsService(options: AccountsOptions) {
     authz: options.authz,
     files: options.lake,
     log: options.log,
+    notifier: notifications,
+    owners: options.workspaceOwners,
   });
-  const domains = new DomainService({ db: options.db, accounts, ...options.domains, log });
+  const onVerified = options.domains.onVerified;
+  const domains = new DomainService({
+    db: options.db,
+    accounts,
+    ...options.domains,
+    onVerified: async (event) => {
+      await notifications.notifyBillingAdmins(event.account_id, events.domainVerified(event));
+      await onVerified?.(event);
+    },
+    log,
+  });
   const payments = new PaymentService({
     db: options.db,
     accounts,
     processor: options.payments ?? new SandboxProcessor(),
     log: log.child({ module: 'payments' }),
-    onEvent: options.onPaymentEvent,
+    onEvent: async (event) => {
+      const { payment } = event;
+      const facts = { accountId: event.account_id, paymentId: payment.payment_id, amount: payment.amount, currency: payment.currency, actor: event.actor };
+      await notifications.notifyBillingAdmins(
+        event.account_id,
+        event.type === 'payment.succeeded'
+          ? events.paymentSucceeded(facts)
+          : events.paymentDeclined({ ...facts, reason: payment.failure_message ?? payment.decline_code ?? payment.failure_code ?? 'declined' }),
+      );
+      await options.onPaymentEvent?.(event);
+    },
   });
   const serviceAccounts = new ServiceAccountService(options.db, accounts, options.serviceAccountCredentials, options.plans);
   const common = accountRoutes({ accounts, verifier: options.verifier });
@@ -107,8 +154,11 @@ export function createAccountsService(options: AccountsOptions) {
       await app.register(common);
       await app.register(paymentApi);
       await app.register(workspaceRoutes({ workspaces, verifier: options.verifier }, flavor));
-      if (flavor === 'control') await app.register(domainRoutes({ domains, verifier: options.verifier }));
-      if (flavor === 'control') await app.register(serviceAccountRoutes({ serviceAccounts, verifier: options.verifier }));
+      if (flavor === 'control') {
+        await app.register(domainRoutes({ domains, verifier: options.verifier }));
+        await app.register(notificationRoutes({ notifications, verifier: options.verifier }));
+        await app.register(serviceAccountRoutes({ serviceAccounts, verifier: options.verifier }));
+      }
     };
   return serviceModule({
     accounts,
@@ -116,16 +166,13 @@ export function createAccountsService(options: AccountsOptions) {
     domains,
     payments,
     serviceAccounts,
+    notifications,
     records,
     directory,
     apis: [
       { prefix: '/billing', title: 'account service (billing)', description: 'Accounts, members, invoices and workspaces.', routes: [routesFor('billing')] },
-      { prefix: '/control', title: 'account service (control)', description: 'Accounts, members, invoices, workspaces, guards and domains.', routes: [routesFor('control'), options.genesisRoute] },
+      { prefix: '/control', title: 'account service (control)', description: 'Accounts, members, invoices, workspaces, guards, domains and notifications.', routes: [routesFor('control'), options.genesisRoute] },
     ],
-    upkeep: () =>
-      workspaces.purgeExpired().then(
-        (names) => void (names.length > 0 && log.info({ workspaces: names }, 'purged workspaces past their grace window')),
-        (error: unknown) => log.error({ err: error }, 'workspace purge failed'),
-      ),
+    upkeep: () => accountsUpkeep({ workspaces, notifications, log }),
   });
 }

@@ -162,7 +162,8 @@ describe.each(PREFIXES)('payments on %s', (prefix) => {
     ['pm_card_visa_chargeDeclinedInsufficientFunds', '9995', 'insufficient_funds', 'card_declined'],
     ['pm_card_authenticationRequired', '3184', 'authentication_required', 'authentication_required'],
   ])('answers 402 PAYMENT_DECLINED for %s and records the failure', async (pm, last4, declineCode, processorCode) => {
-    const { admin, base } = await setup(prefix);
+    const { admin, member, base } = await setup(prefix);
+    expect((await admin.request('PATCH', `${base}/members/${member.identity}`, { role: 'billing_admin' })).statusCode).toBe(200);
     expect((await admin.request('POST', `${base}/payment-methods`, { processor_payment_method_id: pm, brand: 'visa', last4 })).statusCode).toBe(200);
     const before = events.length;
     const res = await pay(admin, base, { amount: 1000 });
@@ -172,6 +173,10 @@ describe.each(PREFIXES)('payments on %s', (prefix) => {
     const [recorded] = (await admin.request('GET', `${base}/payments`)).json();
     expect(recorded).toMatchObject({ payment_id: res.json().payment_id, status: 'failed', decline_code: declineCode, error_code: 'PAYMENT_DECLINED', livemode: false });
     expect(events.slice(before).map((e) => e.type)).toEqual(['payment.failed']);
+    // The other billing_admin's feed says so (the one who paid has the 402 and is not told again).
+    const feed = (await member.request('GET', '/control/v1/notifications')).json();
+    expect(feed.notifications[0]).toMatchObject({ type: 'payment.declined', actor: admin.identity, data: { payment_id: res.json().payment_id, amount: 1000, currency: 'usd' }, resource: { kind: 'payment', path: `/control/v1/accounts/${recorded.account_id}/payments` } });
+    expect((await admin.request('GET', '/control/v1/notifications')).json().notifications.map((n: { type: string }) => n.type)).not.toContain('payment.declined');
   });
 
   it('validates amount, currency and description (422)', async () => {

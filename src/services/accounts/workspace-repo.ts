@@ -1,9 +1,12 @@
-import type { Selectable } from 'kysely';
-import type { Db, WorkspaceMemberGrant, WorkspacesTable } from '../../core/db/index.ts';
+import type { Kysely, Selectable } from 'kysely';
+import type { Database, Db, WorkspaceMemberGrant, WorkspacesTable } from '../../core/db/index.ts';
 import type { WorkspaceDirectory, WorkspaceEntry } from './workspace-directory.ts';
 import { accountsError } from './errors.ts';
 
 export type WorkspaceRow = Selectable<WorkspacesTable>;
+
+/** More writes (notifications) made in the transaction of a workspace change. */
+export type AlsoWrite = (trx: Kysely<Database>, row: WorkspaceRow) => Promise<void>;
 
 /** The account service's own workspace records; other modules see them as a WorkspaceDirectory. */
 export class WorkspaceRepo implements WorkspaceDirectory {
@@ -40,24 +43,32 @@ export class WorkspaceRepo implements WorkspaceDirectory {
     return this.db.kysely.selectFrom('workspaces').selectAll().where('billing_account', '=', accountId).orderBy('name').execute();
   }
 
-  async softDelete(name: string, by: string, purgeAfter: Date): Promise<WorkspaceRow> {
-    return this.db.kysely
-      .updateTable('workspaces')
-      .set({ deleted_at: new Date(), deleted_by: by, purge_after: purgeAfter })
-      .where('name', '=', name)
-      .returningAll()
-      .executeTakeFirstOrThrow();
+  async softDelete(name: string, by: string, purgeAfter: Date, also?: AlsoWrite): Promise<WorkspaceRow> {
+    return this.db.kysely.transaction().execute(async (trx) => {
+      const row = await trx
+        .updateTable('workspaces')
+        .set({ deleted_at: new Date(), deleted_by: by, purge_after: purgeAfter })
+        .where('name', '=', name)
+        .returningAll()
+        .executeTakeFirstOrThrow();
+      await also?.(trx, row);
+      return row;
+    });
   }
 
   /** Clears the deletion, but only while the grace window is open (returns undefined otherwise). */
-  async restore(name: string, now: Date): Promise<WorkspaceRow | undefined> {
-    return this.db.kysely
-      .updateTable('workspaces')
-      .set({ deleted_at: null, deleted_by: null, purge_after: null })
-      .where('name', '=', name)
-      .where('purge_after', '>', now)
-      .returningAll()
-      .executeTakeFirst();
+  async restore(name: string, now: Date, also?: AlsoWrite): Promise<WorkspaceRow | undefined> {
+    return this.db.kysely.transaction().execute(async (trx) => {
+      const row = await trx
+        .updateTable('workspaces')
+        .set({ deleted_at: null, deleted_by: null, purge_after: null })
+        .where('name', '=', name)
+        .where('purge_after', '>', now)
+        .returningAll()
+        .executeTakeFirst();
+      if (row) await also?.(trx, row);
+      return row;
+    });
   }
 
   dueForPurge(now: Date): Promise<WorkspaceRow[]> {
@@ -65,9 +76,10 @@ export class WorkspaceRepo implements WorkspaceDirectory {
   }
 
   /** Removes the record and leaves a tombstone, in one transaction. */
-  async purge(name: string): Promise<void> {
+  async purge(name: string, also?: AlsoWrite): Promise<void> {
     await this.db.kysely.transaction().execute(async (trx) => {
-      await trx.deleteFrom('workspaces').where('name', '=', name).execute();
+      const row = await trx.deleteFrom('workspaces').where('name', '=', name).returningAll().executeTakeFirst();
+      if (row) await also?.(trx, row);
       await trx
         .insertInto('purged_workspaces')
         .values({ name, purged_at: new Date() })

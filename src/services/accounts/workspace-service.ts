@@ -4,7 +4,9 @@ import { AppError } from '../../core/errors/index.ts';
 import { silentLogger, type Logger } from '../../core/logger.ts';
 import { accountsError } from './errors.ts';
 import type { AccountService } from './account-service.ts';
-import type { WorkspaceRepo, WorkspaceRow } from './workspace-repo.ts';
+import { events } from './notification-events.ts';
+import type { Notifier } from './notification-service.ts';
+import type { AlsoWrite, WorkspaceRepo, WorkspaceRow } from './workspace-repo.ts';
 
 export interface Guards {
   deletion_protection: boolean;
@@ -28,6 +30,9 @@ export type GenesisPort = (workspace: string, grants: WorkspaceMemberGrant[], ca
 /** Removes every policy of a workspace being purged (the policy service's). */
 export type PolicyPurgePort = (workspace: string) => Promise<void>;
 
+/** The identities holding owner on some part of a workspace (the policy service's grants). */
+export type WorkspaceOwnersPort = (workspace: string) => Promise<string[]>;
+
 /** Where a purged workspace's data files go. */
 export interface LakeFiles {
   /** Deletes the given data files and anything else stored under the workspace's prefix. */
@@ -44,6 +49,9 @@ export interface WorkspaceServiceDeps {
   files: LakeFiles;
   graceMs?: number;
   log?: Logger;
+  /** Deletion, restore and purge notify the workspace's members and owners (docs/notifications.md). */
+  notifier?: Notifier;
+  owners?: WorkspaceOwnersPort;
 }
 
 export const GRACE_MS = 24 * 60 * 60 * 1000;
@@ -165,7 +173,9 @@ export class WorkspaceService {
     if (guards?.deletion_protection) {
       throw accountsError('WORKSPACE_LOCKED', `Workspace '${name}' has deletion_protection on; its owner must run ALTER WORKSPACE ${name} SET deletion_protection TO OFF first`);
     }
-    const deleted = await this.deps.records.softDelete(name, caller.identity, new Date(Date.now() + this.graceMs));
+    const purgeAfter = new Date(Date.now() + this.graceMs);
+    const notify = await this.notifying(record, events.workspaceSoftDeleted({ workspace: name, accountId: record.billing_account, actor: caller.identity, purgeAfter }));
+    const deleted = await this.deps.records.softDelete(name, caller.identity, purgeAfter, notify);
     return workspaceView(deleted, guards);
   }
 
@@ -175,7 +185,8 @@ export class WorkspaceService {
     await this.deps.authz.require(caller, 'owner', { workspace: name });
     const record = await this.requireRecord(name);
     if (!record.deleted_at) throw accountsError('WORKSPACE_NOT_DELETED', `Workspace '${name}' is not deleted`);
-    const restored = await this.deps.records.restore(name, new Date());
+    const notify = await this.notifying(record, events.workspaceRestored({ workspace: name, accountId: record.billing_account, actor: caller.identity }));
+    const restored = await this.deps.records.restore(name, new Date(), notify);
     if (!restored) throw accountsError('WORKSPACE_PURGED', `The grace window of '${name}' has ended`);
     return workspaceView(restored, await this.deps.namespaces.guards(name));
   }
@@ -205,6 +216,14 @@ export class WorkspaceService {
     return { workspace: name, ...guards };
   }
 
+  /** The write that notifies the workspace's members (its record) and owners (its grants) of `event`, for the change's transaction. */
+  private async notifying(record: WorkspaceRow, event: Parameters<Notifier['notify']>[1]): Promise<AlsoWrite | undefined> {
+    const { notifier, owners } = this.deps;
+    if (!notifier) return undefined;
+    const recipients = [...record.members.map((m) => m.identity), ...(owners ? await owners(record.name) : [])];
+    return (trx) => notifier.notify(recipients, event, trx);
+  }
+
   /**
    * Purges workspaces whose grace window has ended: the catalog (which names the data files), the
    * files, the policies, then the record. A crash midway is finished by the next sweep; at worst it
@@ -215,10 +234,12 @@ export class WorkspaceService {
     const purged: string[] = [];
     for (const record of await this.deps.records.dueForPurge(now)) {
       try {
+        // Recipients are read before the policies naming the owners go.
+        const notify = await this.notifying(record, events.workspacePurged({ workspace: record.name, accountId: record.billing_account, deletedBy: record.deleted_by }));
         const files = await this.deps.namespaces.drop(record.name);
         await this.deps.files.removeWorkspace(record.name, files);
         await this.deps.purgePolicies(record.name);
-        await this.deps.records.purge(record.name);
+        await this.deps.records.purge(record.name, notify);
         purged.push(record.name);
       } catch (error) {
         // One workspace that cannot be purged now does not hold back the others; the next sweep tries again.
