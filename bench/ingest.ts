@@ -11,7 +11,7 @@
 //
 // Every round uploads the file twice, negotiated from two samples: "before", the first 1 MiB cut at a
 // record end (what the client sent until it sampled across the file), and "after", the client's
-// `readSample` (4 MiB: head, 16 middle ranges, tail). Negotiation time includes reading the sample.
+// `readSample` (the same 1 MiB budget: head, 10 middle ranges, tail). Negotiation time includes reading the sample.
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
@@ -285,7 +285,7 @@ export async function run(): Promise<void> {
         `median raw DuckDB COPY read_csv -> parquet: ${raw.toFixed(2)} s, ${(mb / raw).toFixed(1)} MB/s\n` +
         `median service POST /data (stream + convert + stage): ${write.toFixed(2)} s, ${(mb / write).toFixed(1)} MB/s; median ratio ${writeRatio.toFixed(2)}x raw DuckDB\n` +
         `median service end to end (negotiate + accept + data + commit): ${total.toFixed(2)} s, ${(mb / total).toFixed(1)} MB/s; median ratio ${totalRatio.toFixed(2)}x raw DuckDB\n` +
-        `sampling, median of ${REPEAT}: negotiate before (head 1 MiB) ${negotiateBefore.toFixed(3)} s, after (spread 4 MiB) ${negotiateAfter.toFixed(3)} s; ` +
+        `sampling, median of ${REPEAT}: negotiate before (head 1 MiB) ${negotiateBefore.toFixed(3)} s, after (spread 1 MiB) ${negotiateAfter.toFixed(3)} s; ` +
         `end to end before ${totalBefore.toFixed(2)} s = ${totalBeforeRatio.toFixed(2)}x raw, after ${total.toFixed(2)} s = ${totalRatio.toFixed(2)}x raw (after/before ${(total / totalBefore).toFixed(3)})\n` +
         `best of ${REPEAT}: raw ${bestRaw.toFixed(2)} s; POST /data ${bestWrite.toFixed(2)} s = ${(bestRaw / bestWrite).toFixed(2)}x; end to end ${bestTotal.toFixed(2)} s = ${(bestRaw / bestTotal).toFixed(2)}x\n` +
         `parquet written: ${(rounds[0].service.parquetBytes / 1e6).toFixed(1)} MB in ${rounds[0].service.parts} part(s); peak server memory (VmHWM): ${peak ? `${(peak / 1e6).toFixed(0)} MB` : 'n/a'}\n`,

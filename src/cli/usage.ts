@@ -60,7 +60,7 @@ ${CLIENT_ENVIRONMENT}`,
   --column NAME=TYPE       declare a column (--mode declared) or retype one; repeatable;
                            append " NOT NULL" to the type to declare it non-nullable
   --ignore NAME            leave a column out of the upload; repeatable
-  --sample-bytes N         text sample budget per file: head, middle ranges, tail (default 4194304)
+  --sample-bytes N         text sample budget per file: head, middle ranges, tail (default 1048576)
 
 ${CLIENT_ENVIRONMENT}`,
   },

@@ -169,15 +169,15 @@ describe('readSample (CSV and JSONL)', () => {
     // Nothing more would have fitted.
     expect(text.indexOf('\n' + String(parsed.length) + ',', 0) + 1 + rows[parsed.length].length + 1).toBeGreaterThan(4096);
   });
-  it('defaults to a 4 MiB budget; a file within it is sent whole', async () => {
-    expect(DEFAULT_SAMPLE_BYTES).toBe(4 * 1024 * 1024);
+  it('defaults to a 1 MiB budget; a file within it is sent whole', async () => {
+    expect(DEFAULT_SAMPLE_BYTES).toBe(1024 * 1024);
     const line = `${'y'.repeat(99)}\n`; // 100 bytes
-    const p = file(line.repeat(40_000)); // 4 MB
-    expect((await readSample(p, 'csv')).length).toBe(4_000_000);
+    const p = file(line.repeat(10_000)); // 1 MB
+    expect((await readSample(p, 'csv')).length).toBe(1_000_000);
   });
   it('samples only the head of a one-column CSV (no delimiter splits its records): the whole budget', async () => {
     const line = `${'y'.repeat(99)}\n`;
-    const p = file(line.repeat(60_000)); // 6 MB
+    const p = file(line.repeat(30_000)); // 3 MB
     const sample = await readSample(p, 'csv');
     expect(sample.length).toBe(Math.floor(DEFAULT_SAMPLE_BYTES / 100) * 100);
   });

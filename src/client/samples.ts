@@ -1,7 +1,7 @@
 /**
  * Samples for upload negotiation: what the client sends in a contract's `sample` parts.
  *
- * - CSV / JSONL: a file no larger than the budget (`maxBytes`, 4 MiB by default) is sent whole. A larger
+ * - CSV / JSONL: a file no larger than the budget (`maxBytes`, 1 MiB by default) is sent whole. A larger
  *   one is sampled across the file (`spreadLayout`): its head (a quarter of the budget, with the header),
  *   up to 16 evenly spaced middle ranges (five eighths of the budget between them) and its tail (an
  *   eighth), each cut to whole records and concatenated into one valid CSV / JSONL sample. A range
@@ -21,8 +21,8 @@ export type FileFormat = 'csv' | 'jsonl' | 'parquet';
 
 export const FILE_FORMATS: readonly FileFormat[] = ['csv', 'jsonl', 'parquet'];
 
-/** Default sample budget for text formats: 4 MiB (head 1 MiB, 16 middle ranges of 160 KiB, tail 512 KiB). */
-export const DEFAULT_SAMPLE_BYTES = 4 * 1024 * 1024;
+/** Default sample budget for text formats: 1 MiB (head 256 KiB, 10 middle ranges of 64 KiB, tail 128 KiB). */
+export const DEFAULT_SAMPLE_BYTES = 1024 * 1024;
 
 export interface DetectedFormat {
   type: FileFormat;
@@ -74,7 +74,7 @@ export interface CsvDialect {
 }
 
 export interface SampleOptions extends CsvDialect {
-  /** Text sample budget in bytes (default 4 MiB). Parquet footers are not limited by it. */
+  /** Text sample budget in bytes (default 1 MiB). Parquet footers are not limited by it. */
   maxBytes?: number;
 }
 
