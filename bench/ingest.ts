@@ -286,7 +286,9 @@ export async function run(): Promise<void> {
         `median service POST /data (stream + convert + stage): ${write.toFixed(2)} s, ${(mb / write).toFixed(1)} MB/s; median ratio ${writeRatio.toFixed(2)}x raw DuckDB\n` +
         `median service end to end (negotiate + accept + data + commit): ${total.toFixed(2)} s, ${(mb / total).toFixed(1)} MB/s; median ratio ${totalRatio.toFixed(2)}x raw DuckDB\n` +
         `sampling, median of ${REPEAT}: negotiate before (head 1 MiB) ${negotiateBefore.toFixed(3)} s, after (spread 1 MiB) ${negotiateAfter.toFixed(3)} s; ` +
-        `end to end before ${totalBefore.toFixed(2)} s = ${totalBeforeRatio.toFixed(2)}x raw, after ${total.toFixed(2)} s = ${totalRatio.toFixed(2)}x raw (after/before ${(total / totalBefore).toFixed(3)})\n` +
+        `end to end before ${totalBefore.toFixed(2)} s = ${totalBeforeRatio.toFixed(2)}x raw, after ${total.toFixed(2)} s = ${totalRatio.toFixed(2)}x raw (after/before ${(total / totalBefore).toFixed(3)}); ` +
+        `best: negotiate before ${Math.min(...rounds.map((r) => r.before.negotiateSeconds)).toFixed(3)} s, after ${Math.min(...rounds.map((r) => r.service.negotiateSeconds)).toFixed(3)} s; ` +
+        `end to end before ${Math.min(...rounds.map((r) => r.before.totalSeconds)).toFixed(2)} s, after ${Math.min(...rounds.map((r) => r.service.totalSeconds)).toFixed(2)} s\n` +
         `best of ${REPEAT}: raw ${bestRaw.toFixed(2)} s; POST /data ${bestWrite.toFixed(2)} s = ${(bestRaw / bestWrite).toFixed(2)}x; end to end ${bestTotal.toFixed(2)} s = ${(bestRaw / bestTotal).toFixed(2)}x\n` +
         `parquet written: ${(rounds[0].service.parquetBytes / 1e6).toFixed(1)} MB in ${rounds[0].service.parts} part(s); peak server memory (VmHWM): ${peak ? `${(peak / 1e6).toFixed(0)} MB` : 'n/a'}\n`,
     );
