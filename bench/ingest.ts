@@ -8,6 +8,10 @@
 // BENCH_ROWS sets the size; BENCH_CSV reuses a CSV of this generator's columns; BENCH_CLIENT picks
 // the uploading client (see `send`). With DATABASE_URL set, the server keeps its metadata in
 // PostgreSQL.
+//
+// Every round uploads the file twice, negotiated from two samples: "before", the first 1 MiB cut at a
+// record end (what the client sent until it sampled across the file), and "after", the client's
+// `readSample` (the same 1 MiB budget: head, 10 middle ranges, tail). Negotiation time includes reading the sample.
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
@@ -17,6 +21,7 @@ import path from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { json, median, setUp } from './lib/lake.ts';
 import { startServer } from './lib/server.ts';
+import { readSample } from '../src/client/samples.ts';
 
 const ROWS = Number(process.env.BENCH_ROWS ?? 5_000_000);
 const REPEAT = Math.max(1, Number(process.env.BENCH_REPEAT ?? 3));
@@ -59,7 +64,8 @@ async function prefixOf(file: string, bytes: number): Promise<Buffer> {
   return buffer.subarray(0, buffer.subarray(0, bytesRead).lastIndexOf(0x0a) + 1);
 }
 
-const sampleOf = (file: string) => prefixOf(file, SAMPLE_BYTES);
+type Sampling = 'before' | 'after';
+const sampleOf = (file: string, sampling: Sampling) => (sampling === 'before' ? prefixOf(file, SAMPLE_BYTES) : readSample(file, 'csv'));
 
 function countNewlines(buffer: Buffer): number {
   let n = 0;
@@ -145,6 +151,8 @@ async function send(client: typeof CLIENT, url: string, headers: Record<string, 
 }
 
 interface Upload {
+  negotiateSeconds: number;
+  sampleBytes: number;
   writeSeconds: number;
   totalSeconds: number;
   parquetBytes: number;
@@ -162,13 +170,15 @@ async function serviceSession() {
 
   let round = 0;
   /** One upload of `file` into a new dataset: negotiate (infer), accept, write, commit. */
-  const upload = async (file: string, size: number, rows: number): Promise<Upload> => {
+  const upload = async (file: string, size: number, rows: number, sampling: Sampling = 'after'): Promise<Upload> => {
     round++;
     const start = performance.now();
     const form = new FormData();
     form.append('contract', JSON.stringify({ destination: `bench.orders.daily_${round}`, schema: { mode: 'infer' } }));
-    form.append('sample', new Blob([new Uint8Array(await sampleOf(file))]), path.basename(file));
+    const sample = await sampleOf(file, sampling);
+    form.append('sample', new Blob([new Uint8Array(sample)]), path.basename(file));
     const contract = await json<{ contract_id: string; schema_fingerprint: string }>(await fetch(`${url}/upload/v2/contracts`, { method: 'POST', headers: auth, body: form }));
+    const negotiateSeconds = (performance.now() - start) / 1000;
     await json(await fetch(`${url}/upload/v2/contracts/${contract.contract_id}/accept`, { method: 'PUT', headers: jsonHeaders, body: JSON.stringify({ schema_fingerprint: contract.schema_fingerprint }) }));
     const serverCpuBefore = pid ? await cpuSecondsOf(pid) : undefined;
     const clientCpuBefore = process.cpuUsage();
@@ -186,6 +196,8 @@ async function serviceSession() {
     const totalSeconds = (performance.now() - start) / 1000;
     if (commit.rows_written !== rows) throw new Error(`committed ${commit.rows_written} rows, expected ${rows}`);
     return {
+      negotiateSeconds,
+      sampleBytes: sample.length,
       writeSeconds,
       totalSeconds,
       parquetBytes: written.written[0].bytes,
@@ -215,7 +227,7 @@ export async function run(): Promise<void> {
     const rows = process.env.BENCH_CSV ? await countRows(file) : ROWS;
     const mb = size / 1e6;
     const session = await serviceSession();
-    const rounds: { raw: number; service: Upload; loadBefore: string }[] = [];
+    const rounds: { raw: number; service: Upload; before: Upload; loadBefore: string }[] = [];
     let peak: number | undefined;
     try {
       // A warm-up, not counted: the first upload after a start also pays for compiling the code on
@@ -230,24 +242,33 @@ export async function run(): Promise<void> {
         const loadBefore = load();
         process.stderr.write(`round ${i + 1}/${REPEAT} (load ${loadBefore}): raw DuckDB COPY...`);
         const raw = await rawDuckDb(file, path.join(dir, 'raw.parquet'));
-        process.stderr.write(` ${raw.toFixed(2)} s; through the service...`);
-        const service = await session.upload(file, size, rows);
-        process.stderr.write(` ${service.writeSeconds.toFixed(2)} s\n`);
-        rounds.push({ raw, service, loadBefore });
+        process.stderr.write(` ${raw.toFixed(2)} s; through the service, head-only sample (before)...`);
+        // The order alternates, so neither sampling always runs on a warmer machine.
+        const [before, service] = i % 2 === 0
+          ? [await session.upload(file, size, rows, 'before'), await session.upload(file, size, rows, 'after')]
+          : await session.upload(file, size, rows, 'after').then(async (after) => [await session.upload(file, size, rows, 'before'), after]);
+        process.stderr.write(` ${before.totalSeconds.toFixed(2)} s; spread sample (after) ${service.totalSeconds.toFixed(2)} s\n`);
+        rounds.push({ raw, service, before, loadBefore });
       }
     } finally {
       peak = await session.peak();
       await session.stop();
     }
     const cores = os.cpus().length;
-    const lines = rounds.map(({ raw, service: s, loadBefore }, i) => {
+    const lines = rounds.map(({ raw, service: s, before: h, loadBefore }, i) => {
       const cpu = s.serverCpu === undefined ? '' : `, cpu server ${s.serverCpu.toFixed(2)} s + client ${s.clientCpu.toFixed(2)} s`;
       return (
         `  round ${i + 1} (load before ${loadBefore}): raw ${raw.toFixed(2)} s = ${(mb / raw).toFixed(1)} MB/s; ` +
         `POST /data ${s.writeSeconds.toFixed(2)} s = ${(mb / s.writeSeconds).toFixed(1)} MB/s = ${(raw / s.writeSeconds).toFixed(2)}x (${s.parts} parts${cpu}); ` +
-        `end to end ${s.totalSeconds.toFixed(2)} s = ${(raw / s.totalSeconds).toFixed(2)}x`
+        `end to end ${s.totalSeconds.toFixed(2)} s = ${(raw / s.totalSeconds).toFixed(2)}x\n` +
+        `    sampling before (head ${(h.sampleBytes / 1e6).toFixed(2)} MB): negotiate ${h.negotiateSeconds.toFixed(3)} s, end to end ${h.totalSeconds.toFixed(2)} s = ${(raw / h.totalSeconds).toFixed(2)}x; ` +
+        `after (spread ${(s.sampleBytes / 1e6).toFixed(2)} MB): negotiate ${s.negotiateSeconds.toFixed(3)} s, end to end ${s.totalSeconds.toFixed(2)} s = ${(raw / s.totalSeconds).toFixed(2)}x`
       );
     });
+    const negotiateBefore = median(rounds.map((r) => r.before.negotiateSeconds));
+    const negotiateAfter = median(rounds.map((r) => r.service.negotiateSeconds));
+    const totalBefore = median(rounds.map((r) => r.before.totalSeconds));
+    const totalBeforeRatio = median(rounds.map((r) => r.raw / r.before.totalSeconds));
     const raw = median(rounds.map((r) => r.raw));
     const write = median(rounds.map((r) => r.service.writeSeconds));
     const total = median(rounds.map((r) => r.service.totalSeconds));
@@ -264,6 +285,10 @@ export async function run(): Promise<void> {
         `median raw DuckDB COPY read_csv -> parquet: ${raw.toFixed(2)} s, ${(mb / raw).toFixed(1)} MB/s\n` +
         `median service POST /data (stream + convert + stage): ${write.toFixed(2)} s, ${(mb / write).toFixed(1)} MB/s; median ratio ${writeRatio.toFixed(2)}x raw DuckDB\n` +
         `median service end to end (negotiate + accept + data + commit): ${total.toFixed(2)} s, ${(mb / total).toFixed(1)} MB/s; median ratio ${totalRatio.toFixed(2)}x raw DuckDB\n` +
+        `sampling, median of ${REPEAT}: negotiate before (head 1 MiB) ${negotiateBefore.toFixed(3)} s, after (spread 1 MiB) ${negotiateAfter.toFixed(3)} s; ` +
+        `end to end before ${totalBefore.toFixed(2)} s = ${totalBeforeRatio.toFixed(2)}x raw, after ${total.toFixed(2)} s = ${totalRatio.toFixed(2)}x raw (after/before ${(total / totalBefore).toFixed(3)}); ` +
+        `best: negotiate before ${Math.min(...rounds.map((r) => r.before.negotiateSeconds)).toFixed(3)} s, after ${Math.min(...rounds.map((r) => r.service.negotiateSeconds)).toFixed(3)} s; ` +
+        `end to end before ${Math.min(...rounds.map((r) => r.before.totalSeconds)).toFixed(2)} s, after ${Math.min(...rounds.map((r) => r.service.totalSeconds)).toFixed(2)} s\n` +
         `best of ${REPEAT}: raw ${bestRaw.toFixed(2)} s; POST /data ${bestWrite.toFixed(2)} s = ${(bestRaw / bestWrite).toFixed(2)}x; end to end ${bestTotal.toFixed(2)} s = ${(bestRaw / bestTotal).toFixed(2)}x\n` +
         `parquet written: ${(rounds[0].service.parquetBytes / 1e6).toFixed(1)} MB in ${rounds[0].service.parts} part(s); peak server memory (VmHWM): ${peak ? `${(peak / 1e6).toFixed(0)} MB` : 'n/a'}\n`,
     );

@@ -62,7 +62,7 @@ ${CLIENT_ENVIRONMENT}`,
   --column NAME=TYPE       declare a column (--mode declared) or retype one; repeatable;
                            append " NOT NULL" to the type to declare it non-nullable
   --ignore NAME            leave a column out of the upload; repeatable
-  --sample-bytes N         largest text sample per file (default 1048576)
+  --sample-bytes N         text sample budget per file: head, middle ranges, tail (default 1048576)
   --on-error POLICY        a value the schema cannot store: fail (default) refuses the file,
                            null stores NULL (a record whose NOT NULL column would be NULL is
                            skipped), skip leaves the record out; both are counted and printed

@@ -80,7 +80,7 @@ export interface NegotiateInput {
   /** Format options; `type` (and for `.tsv` the tab delimiter) default to what the file names imply. */
   format?: FormatOptions;
   files: NegotiateFile[];
-  /** Text sample limit in bytes (default 1 MiB). */
+  /** Text sample budget in bytes (default 1 MiB): head, spread middle ranges and tail (see `samples.ts`). */
   sampleBytes?: number;
   /** `append` (the server's default) or `replace`: the commit's snapshot holds only this upload. */
   commitMode?: CommitMode;

@@ -4,7 +4,22 @@ import path from 'node:path';
 import { parse } from 'csv-parse/sync';
 import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
-import { SampleError, contentTypeFor, csvSampleEnd, detectFormat, jsonlSampleEnd, parquetFooterLength, readSample } from './samples.ts';
+import { DuckDBInstance } from '@duckdb/node-api';
+import {
+  DEFAULT_SAMPLE_BYTES,
+  SampleError,
+  alignCsvRange,
+  alignJsonlRange,
+  contentTypeFor,
+  csvHeadShape,
+  csvSampleEnd,
+  detectFormat,
+  jsonlSampleEnd,
+  parquetFooterLength,
+  readSample,
+  spreadLayout,
+  spreadSample,
+} from './samples.ts';
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lakeport-samples-'));
 afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
@@ -154,11 +169,17 @@ describe('readSample (CSV and JSONL)', () => {
     // Nothing more would have fitted.
     expect(text.indexOf('\n' + String(parsed.length) + ',', 0) + 1 + rows[parsed.length].length + 1).toBeGreaterThan(4096);
   });
-  it('defaults to 1 MiB', async () => {
+  it('defaults to a 1 MiB budget; a file within it is sent whole', async () => {
+    expect(DEFAULT_SAMPLE_BYTES).toBe(1024 * 1024);
     const line = `${'y'.repeat(99)}\n`; // 100 bytes
-    const p = file(line.repeat(20_000)); // 2 MB
+    const p = file(line.repeat(10_000)); // 1 MB
+    expect((await readSample(p, 'csv')).length).toBe(1_000_000);
+  });
+  it('samples only the head of a one-column CSV (no delimiter splits its records): the whole budget', async () => {
+    const line = `${'y'.repeat(99)}\n`;
+    const p = file(line.repeat(30_000)); // 3 MB
     const sample = await readSample(p, 'csv');
-    expect(sample.length).toBe(Math.floor((1024 * 1024) / 100) * 100);
+    expect(sample.length).toBe(Math.floor(DEFAULT_SAMPLE_BYTES / 100) * 100);
   });
   it('keeps CRLF and the BOM bytes', async () => {
     const bom = Buffer.from([0xef, 0xbb, 0xbf]);
@@ -237,4 +258,179 @@ describe('Parquet footer', () => {
     const tail = Buffer.from([0x01, 0x02, 0x00, 0x00, 0x50, 0x41, 0x52, 0x31]);
     expect(parquetFooterLength(tail, 10_000)).toBe(0x0201);
   });
+});
+
+// ── Sampling across the file ──────────────────────────────────────────────────────────────────────
+
+describe('spreadLayout', () => {
+  it('reads a file within the budget whole, and only the head for a budget under 512 KiB', () => {
+    expect(spreadLayout(1000, 4096)).toEqual({ head: 1000, middle: [] });
+    expect(spreadLayout(10_000_000, 256 * 1024)).toEqual({ head: 256 * 1024, middle: [] });
+  });
+  it('splits 4 MiB into a 1 MiB head, 16 middle ranges of 160 KiB with equal gaps, and a 512 KiB tail', () => {
+    const size = 100_000_000;
+    const layout = spreadLayout(size, 4 << 20);
+    expect(layout.head).toBe(1 << 20);
+    expect(layout.tail).toEqual({ start: size - (512 << 10), end: size });
+    expect(layout.middle).toHaveLength(16);
+    expect(layout.middle.every((r) => r.end - r.start === 160 << 10)).toBe(true);
+    const edges = [layout.head, ...layout.middle.flatMap((r) => [r.start, r.end]), layout.tail!.start];
+    const gaps = edges.flatMap((e, i) => (i % 2 === 0 ? [edges[i + 1] - e] : []));
+    expect(Math.max(...gaps) - Math.min(...gaps)).toBeLessThanOrEqual(1);
+    const total = layout.head + layout.middle.reduce((n, r) => n + r.end - r.start, 0) + (512 << 10);
+    expect(total).toBe(4 << 20);
+  });
+  it('uses fewer, smaller ranges (at least 64 KiB) for a smaller budget', () => {
+    const layout = spreadLayout(5 << 20, 1 << 20);
+    expect(layout.middle).toHaveLength(10);
+    expect(layout.middle[0].end - layout.middle[0].start).toBe(Math.floor((640 << 10) / 10));
+    expect(layout.middle.at(-1)!.end).toBeLessThanOrEqual(layout.tail!.start);
+  });
+});
+
+/** CSV text and the byte offsets at which its records start (the first, 0, included). */
+function csvWithStarts(rows: string[][], eol = '\n', quote = (c: string) => (/[",\r\n]/.test(c) ? `"${c.replace(/"/g, '""')}"` : c)) {
+  const starts = [0];
+  const lines = rows.map((row) => row.map(quote).join(',') + eol);
+  for (const line of lines) starts.push(starts[starts.length - 1] + Buffer.byteLength(line));
+  const text = lines.join('');
+  return { text, buf: b(text), starts: new Set(starts) };
+}
+
+describe('alignCsvRange', () => {
+  const rows = Array.from({ length: 200 }, (_, i) => [String(i), i % 3 === 0 ? `two\nlines, "quoted"\n${i}` : `plain ${i}`, i % 5 === 0 ? 'a,b\n1,2' : 'x']);
+  for (const eol of ['\n', '\r\n']) {
+    it(`starts and ends every middle range on a record boundary, whatever byte it starts at (quoted line breaks, ${JSON.stringify(eol)})`, () => {
+      const { buf, starts } = csvWithStarts(rows, eol);
+      const shape = { delimiter: ',', fields: 3 };
+      let aligned = 0;
+      for (let from = 1; from < buf.length - 300; from += 7) {
+        const range = alignCsvRange(buf.subarray(from, from + 300), shape);
+        if (!range) continue;
+        aligned++;
+        expect(starts.has(from + range.start), `start from ${from}`).toBe(true);
+        expect(starts.has(from + range.end), `end from ${from}`).toBe(true);
+      }
+      expect(aligned).toBeGreaterThan(100);
+    });
+  }
+  it('takes the records up to the end of the file at eof, a last record without a line break included', () => {
+    const text = 'a,b\n1,"x\ny"\n2,z';
+    const range = alignCsvRange(b(text).subarray(5), { delimiter: ',', fields: 2 }, {}, true)!;
+    expect(b(text).subarray(5).subarray(range.start, range.end).toString()).toBe('2,z');
+  });
+  it('drops a range inside one giant quoted field (its lines do not have the field count)', () => {
+    const giant = `1,"${'some prose here\n'.repeat(1000)}",end\n2,b,c\n`;
+    expect(alignCsvRange(b(giant).subarray(100, 5000), { delimiter: ',', fields: 3 })).toBeUndefined();
+    // Reaching past the field's end, the quoted reading stands and the next record is found.
+    const tail = b(giant).subarray(giant.length - 200);
+    const range = alignCsvRange(tail, { delimiter: ',', fields: 3 }, {}, true)!;
+    expect(tail.subarray(range.start, range.end).toString()).toBe('2,b,c\n');
+  });
+  it('drops a range without a line break, or one whose records do not have the field count', () => {
+    expect(alignCsvRange(b('abc,def'), { delimiter: ',', fields: 2 })).toBeUndefined();
+    expect(alignCsvRange(b('x\n1,2,3\n4,5,6\n'), { delimiter: ',', fields: 2 })).toBeUndefined();
+  });
+});
+
+describe('csvHeadShape', () => {
+  it('finds the delimiter that splits every record alike, with or without a header', () => {
+    expect(csvHeadShape(b('id,note\n1,"a;b\nc"\n2,x\n'))).toEqual([{ delimiter: ',', fields: 2 }]);
+    expect(csvHeadShape(b('1;2;3\n4;5;6\n'))).toEqual([{ delimiter: ';', fields: 3 }]);
+    expect(csvHeadShape(b('a\tb\n1\t2\n'), { delimiter: '\t' })).toEqual([{ delimiter: '\t', fields: 2 }]);
+    // Decimal commas under `;`: both read alike, and a range must agree under both.
+    expect(csvHeadShape(b('1,5;2,5\n3,5;4,5\n'))).toEqual([
+      { delimiter: ',', fields: 3 },
+      { delimiter: ';', fields: 2 },
+    ]);
+    expect(csvHeadShape(b('one\ntwo\n'))).toEqual([]);
+    expect(csvHeadShape(b('a,b\n1,2,3\n'))).toEqual([]);
+  });
+});
+
+describe('spreadSample and readSample across the file', () => {
+  const rowsOf = (n: number) => Array.from({ length: n }, (_, i) => [String(i), i % 4 === 0 ? `note ${i}\nwith, a "break"` : `note ${i}`, String(i % 10)]);
+
+  it('samples head, middle ranges and tail of a large CSV into one CSV of whole records from the file', async () => {
+    const rows = rowsOf(100_000);
+    const { text } = csvWithStarts([['id', 'note', 'n'], ...rows], '\r\n');
+    const p = file(text);
+    const sample = await readSample(p, 'csv', { maxBytes: 1 << 20 });
+    expect(text.length).toBeGreaterThan(2 << 20);
+    expect(sample.length).toBeLessThanOrEqual(1 << 20);
+    const parsed = parse(sample, { columns: true, record_delimiter: '\r\n' }) as { id: string; note: string; n: string }[];
+    const ids = parsed.map((r) => Number(r.id));
+    expect(parsed.filter((r) => JSON.stringify([r.id, r.note, r.n]) !== JSON.stringify(rows[Number(r.id)]))).toEqual([]);
+    expect(new Set(ids).size).toBe(ids.length);
+    expect(ids).toEqual([...ids].sort((x, y) => x - y));
+    expect(ids.at(-1)).toBe(rows.length - 1); // the tail
+    expect(ids.some((id) => id > rows.length / 3 && id < (rows.length * 2) / 3)).toBe(true); // the middle
+  });
+
+  it('samples a CSV without a header alike', async () => {
+    const rows = rowsOf(60_000);
+    const p = file(csvWithStarts(rows).text);
+    const parsed = parse(await readSample(p, 'csv', { maxBytes: 1 << 20 })) as string[][];
+    expect(parsed[0]).toEqual(rows[0]);
+    expect(parsed.filter((r) => JSON.stringify(r) !== JSON.stringify(rows[Number(r[0])]))).toEqual([]);
+    expect(parsed.at(-1)).toEqual(rows.at(-1));
+  });
+
+  it('keeps the head of a file with one giant record and drops the ranges inside it', async () => {
+    const p = file(`id,note,n\n1,"${'prose\n'.repeat(400_000)}",x\n2,b,c\n3,d,e`);
+    expect((await readSample(p, 'csv', { maxBytes: 1 << 20 })).toString()).toBe('id,note,n\n2,b,c\n3,d,e');
+  });
+
+  it('samples JSONL across the file', async () => {
+    const lines = Array.from({ length: 60_000 }, (_, i) => JSON.stringify({ i, s: 'a\nb "c"' }));
+    const p = file(`${lines.join('\n')}\n`, '.jsonl');
+    const sample = (await readSample(p, 'jsonl', { maxBytes: 1 << 20 })).toString();
+    const got = sample.trimEnd().split('\n').map((l) => JSON.parse(l) as { i: number });
+    expect(got.filter((o) => JSON.stringify(o) !== lines[o.i])).toEqual([]);
+    expect(got.at(-1)!.i).toBe(59_999);
+    expect(got.some((o) => o.i > 20_000 && o.i < 40_000)).toBe(true);
+    expect(alignJsonlRange(b('{"a":1}\n{"a":2}\n{"a"'))).toEqual({ start: 8, end: 16 });
+    expect(alignJsonlRange(b('1}\n{"a":2}'), true)).toEqual({ start: 3, end: 10 });
+    expect(alignJsonlRange(b('{"a":1}'))).toBeUndefined();
+  });
+
+  it('property: DuckDB reads the sample of a random CSV with quoted line breaks into records of the file only', async () => {
+    const duck = await DuckDBInstance.create(':memory:');
+    const c = await duck.connect();
+    const read = async (text: string) => {
+      const p = file(text);
+      const rows = (await c.runAndReadAll(
+        "SELECT * FROM read_csv($p, delim=',', quote='\"', escape='\"', header=false, auto_detect=false, columns={'a': 'VARCHAR', 'b': 'VARCHAR', 'c': 'VARCHAR'})",
+        { p },
+      )).getRows();
+      return rows.map((r) => JSON.stringify(r));
+    };
+    const cell = fc.stringMatching(/^[a-z ",\n]{0,6}$/);
+    try {
+      await fc.assert(
+        fc.asyncProperty(
+          fc.array(fc.array(cell, { minLength: 3, maxLength: 3 }), { minLength: 2, maxLength: 40 }),
+          fc.array(fc.nat(), { minLength: 1, maxLength: 8 }),
+          fc.boolean(),
+          fc.boolean(),
+          async (rows, cuts, toEof, sniff) => {
+            const { text, buf } = csvWithStarts(rows, '\n', (x) => (/[",\n]/.test(x) || x === '' ? `"${x.replace(/"/g, '""')}"` : x));
+            const points = [...new Set(cuts.map((n) => n % buf.length))].sort((x, y) => x - y);
+            const head = buf.subarray(0, csvSampleEnd(buf.subarray(0, points[0])));
+            if (head.length === 0) return;
+            const ranges = points.slice(1).flatMap((at, i) => (i % 2 === 0 ? [{ bytes: buf.subarray(points[i], at), eof: false }] : []));
+            if (toEof) ranges.push({ bytes: buf.subarray(points.at(-1)!), eof: true });
+            const sample = spreadSample('csv', head, ranges, sniff ? {} : { delimiter: ',' });
+            if (!sample) return;
+            const records = new Set(await read(text));
+            expect((await read(sample.toString())).filter((record) => !records.has(record))).toEqual([]);
+          },
+        ),
+        { numRuns: 200 },
+      );
+    } finally {
+      c.closeSync();
+      duck.closeSync();
+    }
+  }, 60_000);
 });

@@ -1,13 +1,18 @@
 /**
  * Samples for upload negotiation: what the client sends in a contract's `sample` parts.
  *
- * - CSV / JSONL: a prefix of the file (at most `maxBytes`, 1 MiB by default) cut after the last complete
- *   record. A file no larger than the limit is sent whole.
+ * - CSV / JSONL: a file no larger than the budget (`maxBytes`, 1 MiB by default) is sent whole. A larger
+ *   one is sampled across the file (`spreadLayout`): its head (a quarter of the budget, with the header),
+ *   up to 16 evenly spaced middle ranges (five eighths of the budget between them) and its tail (an
+ *   eighth), each cut to whole records and concatenated into one valid CSV / JSONL sample. A range
+ *   where no record boundary can be established soundly (`alignCsvRange`) is left out. Below 512 KiB
+ *   the whole budget is the head.
  * - Parquet: the footer — the last `8 + footer_length` bytes (footer, its 4-byte little-endian length,
  *   and the trailing `PAR1` magic).
  *
  * The record-boundary and footer logic are pure functions over buffers (`csvSampleEnd`,
- * `jsonlSampleEnd`, `parquetFooterLength`); `readSample` only adds the file reads.
+ * `jsonlSampleEnd`, `csvHeadShape`, `alignCsvRange`, `alignJsonlRange`, `parquetFooterLength`);
+ * `readSample` only adds the file reads.
  */
 import { open } from 'node:fs/promises';
 import path from 'node:path';
@@ -16,7 +21,7 @@ export type FileFormat = 'csv' | 'jsonl' | 'parquet';
 
 export const FILE_FORMATS: readonly FileFormat[] = ['csv', 'jsonl', 'parquet'];
 
-/** Default sample limit for text formats: 1 MiB. */
+/** Default sample budget for text formats: 1 MiB (head 256 KiB, 10 middle ranges of 64 KiB, tail 128 KiB). */
 export const DEFAULT_SAMPLE_BYTES = 1024 * 1024;
 
 export interface DetectedFormat {
@@ -69,7 +74,7 @@ export interface CsvDialect {
 }
 
 export interface SampleOptions extends CsvDialect {
-  /** Largest text sample in bytes (default 1 MiB). Parquet footers are not limited by it. */
+  /** Text sample budget in bytes (default 1 MiB). Parquet footers are not limited by it. */
   maxBytes?: number;
 }
 
@@ -155,6 +160,269 @@ export function jsonlSampleEnd(buf: Uint8Array): number {
   return buf.lastIndexOf(LF) + 1;
 }
 
+// ── Sampling across the file ────────────────────────────────────────────────────────────────────────
+
+/** Below this budget the whole budget is the head (too little to spread). */
+const SPREAD_MIN_BYTES = 512 * 1024;
+const MAX_MIDDLE_RANGES = 16;
+const MIN_RANGE_BYTES = 64 * 1024;
+
+export interface ByteRange {
+  start: number;
+  end: number;
+}
+
+export interface SpreadLayout {
+  /** Bytes of the head, `[0, head)`. */
+  head: number;
+  middle: ByteRange[];
+  /** The tail, ending at the file's end; none when the budget is too small to spread. */
+  tail?: ByteRange;
+}
+
+/**
+ * Where a file of `size` bytes (larger than `budget`) is sampled from: the head `[0, budget/4)`,
+ * N = min(16, ⌊(5/8·budget) / 64 KiB⌋) middle ranges of ⌊(5/8·budget) / N⌋ bytes each, evenly spaced
+ * with equal gaps between the head and the tail, and the tail, the last ⌊budget/8⌋ bytes. With a budget
+ * under 512 KiB the head is the whole budget and nothing else is read.
+ */
+export function spreadLayout(size: number, budget: number): SpreadLayout {
+  if (budget < SPREAD_MIN_BYTES || size <= budget) return { head: Math.min(size, budget), middle: [] };
+  const head = Math.floor(budget / 4);
+  const tail = Math.floor(budget / 8);
+  const middleBytes = budget - head - tail;
+  const n = Math.min(MAX_MIDDLE_RANGES, Math.floor(middleBytes / MIN_RANGE_BYTES));
+  const length = Math.floor(middleBytes / n);
+  const tailStart = size - tail;
+  const gap = (tailStart - head - n * length) / (n + 1);
+  const middle = Array.from({ length: n }, (_, i) => {
+    const start = head + Math.floor(gap * (i + 1)) + i * length;
+    return { start, end: start + length };
+  });
+  return { head, middle, tail: { start: tailStart, end: size } };
+}
+
+interface DialectBytes {
+  d: number;
+  q: number;
+  e: number;
+}
+
+// DuckDB's CSV reader states that decide where records end (the client's copy of the rules in
+// core/engine/csv-lines.ts: a quote opens a quoted field only at a field's start, or after one space).
+const FIELD = 0; // at the start of a field: after a delimiter or a record's end
+const BLANK = 1; // one space at the start of a field
+const PLAIN = 2; // inside an unquoted field
+const QUOTED = 3; // inside a quoted field
+const CLOSED = 4; // just after the quote that may close a quoted field
+const ESCAPED = 5; // just after an escape inside a quoted field (escape ≠ quote)
+
+interface CsvWalk {
+  /** Positions just after each complete record's line break. */
+  ends: number[];
+  /** DuckDB's reader would go invalid, or a checked record has another field count. */
+  refuted: boolean;
+  /** The field count checked against (the first record's, when none was given). */
+  fields: number;
+}
+
+/**
+ * Reads the records of `buf[from..to)` with DuckDB's rules, from a record's start, or (`quoted`) from
+ * inside a quoted field — the first record is then partial and its field count is not checked. Every
+ * other complete record must have `fields` fields (`-1`: as many as the first). Stops at the first
+ * refutation. At `eof` the buffer's end ends the last record.
+ */
+function walkCsv(buf: Uint8Array, from: number, to: number, { d, q, e }: DialectBytes, fields: number, quoted: boolean, eof: boolean): CsvWalk {
+  const ends: number[] = [];
+  let s = quoted ? QUOTED : FIELD;
+  let count = 1;
+  let check = !quoted;
+  const refuted = () => ({ ends, refuted: true, fields });
+  const endRecord = (at: number): boolean => {
+    if (check) {
+      if (fields < 0) fields = count;
+      else if (count !== fields) return false;
+    }
+    ends.push(at);
+    count = 1;
+    check = true;
+    s = FIELD;
+    return true;
+  };
+  let i = from;
+  while (i < to) {
+    const b = buf[i];
+    if (s === QUOTED) {
+      if (b === q) s = CLOSED;
+      else if (b === e && e !== q) s = ESCAPED;
+      i++;
+      continue;
+    }
+    if (s === ESCAPED) {
+      if (b !== q && b !== e) return refuted();
+      s = QUOTED;
+      i++;
+      continue;
+    }
+    if (s === CLOSED && b !== d && b !== LF && b !== CR) {
+      if (b !== q || e !== q) return refuted();
+      s = QUOTED; // "" inside a quoted field
+      i++;
+      continue;
+    }
+    if (b === d) {
+      count++;
+      s = FIELD;
+    } else if (b === LF) {
+      if (!endRecord(i + 1)) return refuted();
+    } else if (b === CR) {
+      if (i + 1 >= to) {
+        if (!eof) break; // maybe the first half of a CRLF
+        if (!endRecord(i + 1)) return refuted();
+      } else if (buf[i + 1] === LF) {
+        if (!endRecord(i + 2)) return refuted();
+        i++;
+      } else {
+        if (buf[i + 1] === d) return refuted(); // DuckDB refuses a delimiter after a lone CR
+        if (!endRecord(i + 1)) return refuted();
+      }
+    } else if (s === FIELD || s === BLANK) {
+      s = b === q ? QUOTED : b === 0x20 && s === FIELD ? BLANK : PLAIN;
+    } else {
+      s = PLAIN;
+    }
+    i++;
+  }
+  if (eof && i >= to) {
+    const last = ends.length > 0 ? ends[ends.length - 1] : from;
+    if (s === QUOTED || s === ESCAPED) return refuted(); // an unterminated quoted field
+    if (last < to && !endRecord(to)) return refuted();
+  }
+  return { ends, refuted: false, fields };
+}
+
+/** The position just after the first line break (`\n`, `\r\n` or a lone `\r`) in `buf`, or -1. */
+function firstBreak(buf: Uint8Array): number {
+  for (let i = 0; i < buf.length; i++) {
+    if (buf[i] === LF) return i + 1;
+    if (buf[i] === CR) {
+      if (i + 1 >= buf.length) return -1;
+      return buf[i + 1] === LF ? i + 2 : i + 1;
+    }
+  }
+  return -1;
+}
+
+/** The first position in both ascending lists, or -1. */
+function firstShared(a: number[], b: number[]): number {
+  let i = 0;
+  let j = 0;
+  while (i < a.length && j < b.length) {
+    if (a[i] === b[j]) return a[i];
+    if (a[i] < b[j]) i++;
+    else j++;
+  }
+  return -1;
+}
+
+export interface CsvShape {
+  delimiter: string;
+  /** Fields in every record of the head. */
+  fields: number;
+}
+
+function dialectBytes(dialect: CsvDialect, delimiter: string): DialectBytes {
+  const q = singleByte('quote', dialect.quote, 0x22);
+  return { d: singleByte('delimiter', delimiter, 0x2c), q, e: singleByte('escape', dialect.escape, q) };
+}
+
+/**
+ * How the head of a CSV file (whole records; a BOM is skipped) reads: for the delimiter given, or for
+ * each of DuckDB's candidates (`,` `;` tab `|`) that splits every record of the head into the same
+ * number (more than one) of fields, that number. Empty when none does: the file is then not sampled
+ * past its head.
+ */
+export function csvHeadShape(head: Uint8Array, dialect: CsvDialect = {}): CsvShape[] {
+  const given = dialect.delimiter !== undefined && dialect.delimiter !== '';
+  const candidates = given ? [dialect.delimiter!] : SNIFFED_DELIMITERS.map((b) => String.fromCharCode(b));
+  const shapes: CsvShape[] = [];
+  for (const delimiter of candidates) {
+    const walk = walkCsv(head, hasBom(head) ? 3 : 0, head.length, dialectBytes(dialect, delimiter), -1, false, false);
+    if (!walk.refuted && walk.ends.length > 0 && (given || walk.fields > 1)) shapes.push({ delimiter, fields: walk.fields });
+  }
+  return shapes;
+}
+
+/**
+ * The whole records in `buf`, bytes read from the middle (or, `eof`, the end) of a CSV file whose
+ * records all have `shape.fields` fields: `[start, end)` within `buf`, or `undefined` when no record
+ * boundary can be established soundly.
+ *
+ * A line break inside a file either ends a record or sits inside a quoted field. From the first one,
+ * `buf` is read both ways with DuckDB's rules. A reading that goes invalid, or gives a record of another
+ * field count, is refuted; what stands decides. If both readings stand, the first record end they
+ * share is certain (from there on they are one reading); if the quoted reading never leaves its field
+ * (the bytes hold no quote that could close it), the unquoted one is taken.
+ */
+export function alignCsvRange(buf: Uint8Array, shape: CsvShape, dialect: CsvDialect = {}, eof = false): ByteRange | undefined {
+  const first = firstBreak(buf);
+  if (first === -1) return undefined;
+  const bytes = dialectBytes(dialect, shape.delimiter);
+  const plain = walkCsv(buf, first, buf.length, bytes, shape.fields, false, eof);
+  const quoted = walkCsv(buf, first, buf.length, bytes, shape.fields, true, eof);
+  let start: number;
+  let ends: number[];
+  if (!plain.refuted && (quoted.refuted || quoted.ends.length === 0)) {
+    start = first;
+    ends = plain.ends;
+  } else if (plain.refuted && !quoted.refuted) {
+    start = quoted.ends[0];
+    ends = quoted.ends;
+  } else if (!plain.refuted) {
+    start = firstShared(plain.ends, quoted.ends);
+    ends = plain.ends;
+  } else {
+    return undefined;
+  }
+  const end = ends.length > 0 ? ends[ends.length - 1] : -1;
+  return start >= 0 && end > start ? { start, end } : undefined;
+}
+
+/** The whole JSONL records in `buf`, read from the middle (or, `eof`, the end) of a file: a line break always ends one. */
+export function alignJsonlRange(buf: Uint8Array, eof = false): ByteRange | undefined {
+  const start = buf.indexOf(LF) + 1;
+  const end = eof ? buf.length : buf.lastIndexOf(LF) + 1;
+  return start > 0 && end > start ? { start, end } : undefined;
+}
+
+/**
+ * One sample from the head (cut to whole records) and the ranges read further on (the last may end at
+ * the file's end, `eof`): each range cut to its whole records (`alignCsvRange` for every delimiter the
+ * head reads alike with, which must agree; `alignJsonlRange`), the ranges that hold none left out.
+ * `undefined` for a CSV head that no delimiter reads with a constant field count.
+ */
+export function spreadSample(format: 'csv' | 'jsonl', head: Buffer, ranges: { bytes: Buffer; eof: boolean }[], dialect: CsvDialect = {}): Buffer | undefined {
+  const shapes = format === 'csv' ? csvHeadShape(head, dialect) : [];
+  if (format === 'csv' && shapes.length === 0) return undefined;
+  const pieces = [head];
+  for (const { bytes, eof } of ranges) {
+    let cut: ByteRange | undefined;
+    if (format === 'jsonl') cut = alignJsonlRange(bytes, eof);
+    else {
+      const cuts = shapes.map((shape) => alignCsvRange(bytes, shape, dialect, eof));
+      cut = cuts.every((c) => c && c.start === cuts[0]!.start && c.end === cuts[0]!.end) ? cuts[0] : undefined;
+    }
+    if (cut) pieces.push(bytes.subarray(cut.start, cut.end));
+  }
+  // A tail whose last record has no line break ends the sample; one before it would join two records.
+  for (let i = 0; i < pieces.length - 1; i++) {
+    const piece = pieces[i];
+    const last = piece[piece.length - 1];
+    if (last !== LF && last !== CR) pieces[i] = Buffer.concat([piece, Buffer.from('\n')]);
+  }
+  return Buffer.concat(pieces);
+}
+
 const PAR1 = Buffer.from('PAR1', 'latin1');
 const PARE = Buffer.from('PARE', 'latin1');
 
@@ -212,9 +480,23 @@ export async function readSample(filePath: string, format: FileFormat, options: 
       await readFully(handle, whole, 0);
       return whole;
     }
+    const layout = spreadLayout(size, maxBytes);
     const prefix = Buffer.alloc(maxBytes);
     await readFully(handle, prefix, 0);
-    const end = format === 'csv' ? csvSampleEnd(prefix, options) : jsonlSampleEnd(prefix);
+    const cut = (bytes: Buffer) => (format === 'csv' ? csvSampleEnd(bytes, options) : jsonlSampleEnd(bytes));
+    if (layout.tail) {
+      const headEnd = cut(prefix.subarray(0, layout.head));
+      const ranges: { bytes: Buffer; eof: boolean }[] = [];
+      for (const range of headEnd > 0 ? [...layout.middle, layout.tail] : []) {
+        const bytes = Buffer.alloc(range.end - range.start);
+        await readFully(handle, bytes, range.start);
+        ranges.push({ bytes, eof: range.end === size });
+      }
+      const spread = headEnd > 0 ? spreadSample(format, prefix.subarray(0, headEnd), ranges, options) : undefined;
+      if (spread) return spread;
+    }
+    // Head only: the budget is too small to spread, the head holds no whole record, or the CSV's shape is unclear.
+    const end = cut(prefix);
     if (end === 0) {
       throw new SampleError(
         `${name}: no complete record in the first ${formatBytes(maxBytes)}; a single record is larger than the sample limit (raise it, e.g. --sample-bytes ${maxBytes * 4})`,

@@ -203,8 +203,10 @@ function csvOptions(options: ReadOptions): { sql: string; params: Record<string,
   return { sql: parts.join(', '), params };
 }
 
-function reader(format: FileFormat, options: ReadOptions, columns?: Record<string, string>): { sql: string; params: Record<string, unknown> } {
-  const typed = columns ? `, columns={${Object.entries(columns).map(([n, t]) => `${quoteString(n)}: ${quoteString(t)}`).join(', ')}}` : '';
+function reader(format: FileFormat, options: ReadOptions, columns?: Record<string, string>, wholeSample = false): { sql: string; params: Record<string, unknown> } {
+  let typed = columns ? `, columns={${Object.entries(columns).map(([n, t]) => `${quoteString(n)}: ${quoteString(t)}`).join(', ')}}` : '';
+  // Types from every record read, not DuckDB's first 20 480 rows (a sample holds records from across its file).
+  if (wholeSample && format !== 'parquet') typed += ', sample_size=-1';
   if (format === 'csv') {
     const o = csvOptions(options);
     return { sql: `read_csv($path, ${o.sql}${columns ? ', auto_detect=false' : ''}${typed})`, params: o.params };
@@ -314,7 +316,7 @@ export class Ingestor {
     return this.withConnection(async (c) => {
       const csv = format === 'csv' ? await this.sniff(c, path, given) : undefined;
       const options = csv ? dialectOptions(csv, given) : given;
-      const source = reader(format, options);
+      const source = reader(format, options, undefined, true);
       const params = { path, ...source.params };
       const described = (await c.runAndReadAll(`DESCRIBE SELECT * FROM ${source.sql}`, params)).getRowObjectsJson() as { column_name: string; column_type: string }[];
       const columns: SourceColumn[] = described.map((d) => ({
