@@ -1,8 +1,8 @@
 import type { FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { requireManage, type ManagementAction } from '../../core/authz/index.ts';
 import { principalOf, requireAuth, type TokenVerifier } from '../../core/http/index.ts';
+import { managerOf } from './manager.ts';
 import * as S from './account-schemas.ts';
 import type { AccountService } from './account-service.ts';
 
@@ -19,12 +19,6 @@ export const accountRoutes =
     const onRequest = requireAuth(deps.verifier, 'accounts');
     const security = [{ bearer: [] }];
     const caller = (request: FastifyRequest) => principalOf(request).identity;
-    /** The caller of a management action, once core/authz allows its credential to take it (a narrowed one mostly may not). */
-    const manager = (request: FastifyRequest, action: ManagementAction) => {
-      const principal = principalOf(request);
-      requireManage(principal, action);
-      return principal.identity;
-    };
 
     app.get(
       '/v1/accounts',
@@ -46,7 +40,7 @@ export const accountRoutes =
           response: { 201: S.Account },
         },
       },
-      async (request, reply) => reply.status(201).send(await accounts.createAccount(manager(request, 'account.create'), request.body)),
+      async (request, reply) => reply.status(201).send(await accounts.createAccount(managerOf(request, 'account.create'), request.body)),
     );
 
     app.get(
@@ -70,7 +64,7 @@ export const accountRoutes =
           response: { 200: S.Account },
         },
       },
-      async (request) => accounts.updateAccount(manager(request, 'account.update'), request.params.account_id, request.body),
+      async (request) => accounts.updateAccount(managerOf(request, 'account.update'), request.params.account_id, request.body),
     );
 
     app.delete(
@@ -84,7 +78,7 @@ export const accountRoutes =
           response: { 200: S.Account },
         },
       },
-      async (request) => accounts.deleteAccount(manager(request, 'account.delete'), request.params.account_id),
+      async (request) => accounts.deleteAccount(managerOf(request, 'account.delete'), request.params.account_id),
     );
 
     app.get(
@@ -113,7 +107,7 @@ export const accountRoutes =
           response: { 201: S.Member },
         },
       },
-      async (request, reply) => reply.status(201).send(await accounts.invite(manager(request, 'member.invite'), request.params.account_id, request.body)),
+      async (request, reply) => reply.status(201).send(await accounts.invite(managerOf(request, 'member.invite'), request.params.account_id, request.body)),
     );
 
     app.patch(
@@ -129,7 +123,7 @@ export const accountRoutes =
         },
       },
       async (request) =>
-        accounts.updateMemberRole(manager(request, 'member.change_role'), request.params.account_id, request.params.identity, request.body.role),
+        accounts.updateMemberRole(managerOf(request, 'member.change_role'), request.params.account_id, request.params.identity, request.body.role),
     );
 
     app.delete(
@@ -143,7 +137,7 @@ export const accountRoutes =
           response: { 200: S.RemoveMemberResponse },
         },
       },
-      async (request) => accounts.removeMember(manager(request, 'member.remove'), request.params.account_id, request.params.identity),
+      async (request) => accounts.removeMember(managerOf(request, 'member.remove'), request.params.account_id, request.params.identity),
     );
 
     app.post(
@@ -157,7 +151,7 @@ export const accountRoutes =
           response: { 200: S.Member },
         },
       },
-      async (request) => accounts.accept(manager(request, 'member.accept'), request.params.account_id, request.params.identity),
+      async (request) => accounts.accept(managerOf(request, 'member.accept'), request.params.account_id, request.params.identity),
     );
 
     app.get(

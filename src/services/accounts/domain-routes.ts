@@ -1,8 +1,7 @@
-import type { FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import { requireManage, type ManagementAction } from '../../core/authz/index.ts';
 import { principalOf, requireAuth, type TokenVerifier } from '../../core/http/index.ts';
 import { AccountParams } from './account-schemas.ts';
+import { managerOf } from './manager.ts';
 import * as S from './domain-schemas.ts';
 import type { DomainService } from './domain-service.ts';
 
@@ -18,11 +17,6 @@ export const domainRoutes =
     const { domains } = deps;
     const onRequest = requireAuth(deps.verifier, 'accounts');
     const security = [{ bearer: [] }];
-    const manager = (request: FastifyRequest, action: ManagementAction) => {
-      const principal = principalOf(request);
-      requireManage(principal, action);
-      return principal.identity;
-    };
 
     app.get(
       '/v1/accounts/:account_id/domains',
@@ -46,7 +40,7 @@ export const domainRoutes =
         },
       },
       async (request, reply) =>
-        reply.status(201).send(await domains.claim(manager(request, 'domain.claim'), request.params.account_id, request.body.domain)),
+        reply.status(201).send(await domains.claim(managerOf(request, 'domain.claim'), request.params.account_id, request.body.domain)),
     );
 
     app.delete(
@@ -55,7 +49,7 @@ export const domainRoutes =
         onRequest,
         schema: { summary: 'Release a claimed domain, verified or not (billing_admin)', security, params: S.DomainParams, response: { 200: S.ReleaseDomainResponse } },
       },
-      async (request) => domains.release(manager(request, 'domain.release'), request.params.account_id, request.params.domain),
+      async (request) => domains.release(managerOf(request, 'domain.release'), request.params.account_id, request.params.domain),
     );
 
     app.post(
@@ -69,6 +63,6 @@ export const domainRoutes =
           response: { 200: S.VerifyDomainResponse },
         },
       },
-      async (request) => domains.verify(manager(request, 'domain.verify'), request.params.account_id, request.params.domain),
+      async (request) => domains.verify(managerOf(request, 'domain.verify'), request.params.account_id, request.params.domain),
     );
   };

@@ -1,9 +1,8 @@
-import type { FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { requireManage, type ManagementAction } from '../../core/authz/index.ts';
 import { principalOf, requireAuth, type TokenVerifier } from '../../core/http/index.ts';
 import { AccountParams } from './account-schemas.ts';
+import { managerOf } from './manager.ts';
 import * as S from './payment-schemas.ts';
 import type { PaymentService } from './payment-service.ts';
 
@@ -19,11 +18,6 @@ export const paymentRoutes =
     const { payments } = deps;
     const onRequest = requireAuth(deps.verifier, 'accounts');
     const security = [{ bearer: [] }];
-    const manager = (request: FastifyRequest, action: ManagementAction) => {
-      const principal = principalOf(request);
-      requireManage(principal, action);
-      return principal.identity;
-    };
 
     app.get(
       '/v1/accounts/:account_id/payment-methods',
@@ -51,7 +45,7 @@ export const paymentRoutes =
           response: { 200: S.PaymentMethod },
         },
       },
-      async (request) => payments.attachPaymentMethod(manager(request, 'payment_method.attach'), request.params.account_id, request.body),
+      async (request) => payments.attachPaymentMethod(managerOf(request, 'payment_method.attach'), request.params.account_id, request.body),
     );
 
     app.delete(
@@ -66,7 +60,7 @@ export const paymentRoutes =
         },
       },
       async (request, reply) => {
-        await payments.detachPaymentMethod(manager(request, 'payment_method.detach'), request.params.account_id);
+        await payments.detachPaymentMethod(managerOf(request, 'payment_method.detach'), request.params.account_id);
         return reply.status(204).send();
       },
     );
@@ -86,7 +80,7 @@ export const paymentRoutes =
       },
       async (request, reply) => {
         const { payment, replayed } = await payments.pay(
-          manager(request, 'payment.create'),
+          managerOf(request, 'payment.create'),
           request.params.account_id,
           request.body,
           request.headers['idempotency-key'],
