@@ -386,7 +386,7 @@ describe.each([['file'], ['s3']] as const)('lakeport upload end to end on the %s
     expect(afterTwoUploads.amountCents).toBe(expectedCents.toString());
   });
 
-  it('refuses a file with a bad value at row 30 000 in one line, and commits nothing', async () => {
+  it('refuses a file with a bad value at row 30 000 in one line, then the ways to store it, and commits nothing', async () => {
     const { committedKeys } = await secondUpload();
     const file = path.join(work, 'orders-bad.csv');
     // Line breaks inside quoted notes only after the bad row: line 30 001 of the file is data row 30 000.
@@ -394,15 +394,16 @@ describe.each([['file'], ['s3']] as const)('lakeport upload end to end on the %s
 
     const run = await lakeport(['upload', file, '--to', DATASET, '--message', 'bad load'], cliEnv());
     expect(run.code, describeRun(run)).toBe(1);
-    const errorLines = linesOf(run.stderr);
-    expect(errorLines, run.stderr).toHaveLength(1);
-    const [line] = errorLines;
+    const [line, ...fixes] = linesOf(run.stderr);
     expect(line).toMatch(/^lakeport: /);
     expect(line).toContain('orders-bad.csv');
     expect(line).toMatch(/\bcolumn "?amount"?/);
-    expect(line).toMatch(new RegExp(`\\brow ${BAD_ROW + 1}\\b`)); // CSV rows are lines; the header is line 1
+    // The record counts data records; the line is the file's (the header is line 1).
+    expect(line).toMatch(new RegExp(`\\brecord ${BAD_ROW} \\(line ${BAD_ROW + 1}\\)`));
     expect(line).toContain('"abc"');
     expect(line).toContain('DECIMAL(18,2)');
+    // Dataset mode fixes the types: the ways out are on_error, or changing the dataset.
+    expect(fixes.join('\n')).toMatch(/--on-error null[\s\S]*--on-error skip[\s\S]*change the dataset's column/);
     expect(run.stdout).not.toMatch(/^snapshot /m);
 
     await expectContractGone(contractLine(run.stdout).id);
