@@ -140,7 +140,7 @@ export function createAccountsService(options: AccountsOptions) {
         event.account_id,
         event.type === 'payment.succeeded'
           ? events.paymentSucceeded(facts)
-          : events.paymentDeclined({ ...facts, reason: payment.failure_message ?? payment.decline_code ?? payment.failure_code ?? 'declined' }),
+          : events.paymentDeclined({ ...facts, reason: payment.decline_code ?? payment.failure_code ?? payment.error_code ?? 'declined' }),
       );
       await options.onPaymentEvent?.(event);
     },
