@@ -174,6 +174,7 @@ async function createServices(deps: AppDeps, log: FastifyBaseLogger) {
     accessTokenTtlSeconds: deps.accessTokenTtlSeconds,
     refreshTokenTtlDays: deps.refreshTokenTtlDays,
     billingAccountOf: (identity) => accounts.accounts.billingAccountOf(identity),
+    signInPolicy: accounts.signInPolicy,
   });
   const policy = createPolicyService({
     store: policyStore,

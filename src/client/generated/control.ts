@@ -2491,6 +2491,812 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/control/v1/accounts/{account_id}/idp-policy": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The sign-in (IdP) policy; the defaults with version 0 when none was written (active member) */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    account_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /**
+                             * @description false: nothing below is enforced (everyone is admitted)
+                             * @default false
+                             */
+                            enforced: boolean;
+                            /**
+                             * @description Which configured providers may be used; null: any
+                             * @default null
+                             */
+                            providers: ("idp_a" | "idp_b")[] | null;
+                            /** @default null */
+                            idp_a: {
+                                /**
+                                 * @description Verified domains of this account; the email (verified) must be in one or a subdomain of one; null: any
+                                 * @default null
+                                 */
+                                allowed_email_domains: string[] | null;
+                                /**
+                                 * @description The provider's groups claim must hold at least one; null: none needed
+                                 * @default null
+                                 */
+                                required_groups: string[] | null;
+                            } | null;
+                            /** @default null */
+                            idp_b: {
+                                /**
+                                 * @description Verified domains of this account; the email (verified) must be in one or a subdomain of one; null: any
+                                 * @default null
+                                 */
+                                allowed_email_domains: string[] | null;
+                                /**
+                                 * @description The provider's groups claim must hold at least one; null: none needed
+                                 * @default null
+                                 */
+                                required_groups: string[] | null;
+                            } | null;
+                            /**
+                             * @description false: refuse a sign-in whose amr is only 'pwd' (or 'pin', 'kba', or empty)
+                             * @default true
+                             */
+                            allow_password_auth: boolean;
+                            /**
+                             * @description true: the amr must include mfa, otp, hwk, swk, sms, fpt, face, iris, retina or vbm
+                             * @default false
+                             */
+                            require_mfa: boolean;
+                            /**
+                             * @description Refuse sign-in and refresh when auth_time is older
+                             * @default null
+                             */
+                            max_auth_age_hours: number | null;
+                            /**
+                             * @description Refuse refresh of a session begun longer ago
+                             * @default null
+                             */
+                            max_session_hours: number | null;
+                            /**
+                             * @description Verified domains of this account; the verified email must be in one or a subdomain of one; null: any
+                             * @default null
+                             */
+                            email_domains: string[] | null;
+                            /** @default null */
+                            machine_credentials: {
+                                /**
+                                 * @description Whether members may mint machine credentials for themselves
+                                 * @default true
+                                 */
+                                members_may_mint: boolean;
+                                /**
+                                 * @description Longest lifetime of a credential a member mints; null: no limit
+                                 * @default null
+                                 */
+                                max_lifetime_days: number | null;
+                            } | null;
+                            account_id: string;
+                            /** @description 0 until the first write; every PUT and DELETE adds one */
+                            version: number;
+                            /** @description false: no policy is stored and the defaults apply */
+                            configured: boolean;
+                            updated_by: string | null;
+                            updated_at: string | null;
+                        };
+                    };
+                };
+                /** @description The request is invalid: one entry per problem, with its location */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["HTTPValidationError"];
+                    };
+                };
+                /** @description Refused: not authenticated, not allowed, not found, in conflict… */
+                "4XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Server error */
+                "5XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        /** Replace the whole policy (billing_admin); 409 when it would deny your own sign-in, unless force=true */
+        put: {
+            parameters: {
+                query?: {
+                    /** @description Proceed even if the change would deny your own sign-in */
+                    force?: "true" | "false";
+                };
+                header?: never;
+                path: {
+                    account_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /**
+                         * @description false: nothing below is enforced (everyone is admitted)
+                         * @default false
+                         */
+                        enforced?: boolean;
+                        /**
+                         * @description Which configured providers may be used; null: any
+                         * @default null
+                         */
+                        providers?: ("idp_a" | "idp_b")[] | null;
+                        /** @default null */
+                        idp_a?: {
+                            /**
+                             * @description Verified domains of this account; the email (verified) must be in one or a subdomain of one; null: any
+                             * @default null
+                             */
+                            allowed_email_domains?: string[] | null;
+                            /**
+                             * @description The provider's groups claim must hold at least one; null: none needed
+                             * @default null
+                             */
+                            required_groups?: string[] | null;
+                        } | null;
+                        /** @default null */
+                        idp_b?: {
+                            /**
+                             * @description Verified domains of this account; the email (verified) must be in one or a subdomain of one; null: any
+                             * @default null
+                             */
+                            allowed_email_domains?: string[] | null;
+                            /**
+                             * @description The provider's groups claim must hold at least one; null: none needed
+                             * @default null
+                             */
+                            required_groups?: string[] | null;
+                        } | null;
+                        /**
+                         * @description false: refuse a sign-in whose amr is only 'pwd' (or 'pin', 'kba', or empty)
+                         * @default true
+                         */
+                        allow_password_auth?: boolean;
+                        /**
+                         * @description true: the amr must include mfa, otp, hwk, swk, sms, fpt, face, iris, retina or vbm
+                         * @default false
+                         */
+                        require_mfa?: boolean;
+                        /**
+                         * @description Refuse sign-in and refresh when auth_time is older
+                         * @default null
+                         */
+                        max_auth_age_hours?: number | null;
+                        /**
+                         * @description Refuse refresh of a session begun longer ago
+                         * @default null
+                         */
+                        max_session_hours?: number | null;
+                        /**
+                         * @description Verified domains of this account; the verified email must be in one or a subdomain of one; null: any
+                         * @default null
+                         */
+                        email_domains?: string[] | null;
+                        /** @default null */
+                        machine_credentials?: {
+                            /**
+                             * @description Whether members may mint machine credentials for themselves
+                             * @default true
+                             */
+                            members_may_mint?: boolean;
+                            /**
+                             * @description Longest lifetime of a credential a member mints; null: no limit
+                             * @default null
+                             */
+                            max_lifetime_days?: number | null;
+                        } | null;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /**
+                             * @description false: nothing below is enforced (everyone is admitted)
+                             * @default false
+                             */
+                            enforced: boolean;
+                            /**
+                             * @description Which configured providers may be used; null: any
+                             * @default null
+                             */
+                            providers: ("idp_a" | "idp_b")[] | null;
+                            /** @default null */
+                            idp_a: {
+                                /**
+                                 * @description Verified domains of this account; the email (verified) must be in one or a subdomain of one; null: any
+                                 * @default null
+                                 */
+                                allowed_email_domains: string[] | null;
+                                /**
+                                 * @description The provider's groups claim must hold at least one; null: none needed
+                                 * @default null
+                                 */
+                                required_groups: string[] | null;
+                            } | null;
+                            /** @default null */
+                            idp_b: {
+                                /**
+                                 * @description Verified domains of this account; the email (verified) must be in one or a subdomain of one; null: any
+                                 * @default null
+                                 */
+                                allowed_email_domains: string[] | null;
+                                /**
+                                 * @description The provider's groups claim must hold at least one; null: none needed
+                                 * @default null
+                                 */
+                                required_groups: string[] | null;
+                            } | null;
+                            /**
+                             * @description false: refuse a sign-in whose amr is only 'pwd' (or 'pin', 'kba', or empty)
+                             * @default true
+                             */
+                            allow_password_auth: boolean;
+                            /**
+                             * @description true: the amr must include mfa, otp, hwk, swk, sms, fpt, face, iris, retina or vbm
+                             * @default false
+                             */
+                            require_mfa: boolean;
+                            /**
+                             * @description Refuse sign-in and refresh when auth_time is older
+                             * @default null
+                             */
+                            max_auth_age_hours: number | null;
+                            /**
+                             * @description Refuse refresh of a session begun longer ago
+                             * @default null
+                             */
+                            max_session_hours: number | null;
+                            /**
+                             * @description Verified domains of this account; the verified email must be in one or a subdomain of one; null: any
+                             * @default null
+                             */
+                            email_domains: string[] | null;
+                            /** @default null */
+                            machine_credentials: {
+                                /**
+                                 * @description Whether members may mint machine credentials for themselves
+                                 * @default true
+                                 */
+                                members_may_mint: boolean;
+                                /**
+                                 * @description Longest lifetime of a credential a member mints; null: no limit
+                                 * @default null
+                                 */
+                                max_lifetime_days: number | null;
+                            } | null;
+                            account_id: string;
+                            /** @description 0 until the first write; every PUT and DELETE adds one */
+                            version: number;
+                            /** @description false: no policy is stored and the defaults apply */
+                            configured: boolean;
+                            updated_by: string | null;
+                            updated_at: string | null;
+                        };
+                    };
+                };
+                /** @description The request is invalid: one entry per problem, with its location */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["HTTPValidationError"];
+                    };
+                };
+                /** @description Refused: not authenticated, not allowed, not found, in conflict… */
+                "4XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Server error */
+                "5XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        post?: never;
+        /** Remove the policy (billing_admin with an interactive sign-in from the last 10 minutes); the version still increments */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    account_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /**
+                             * @description false: nothing below is enforced (everyone is admitted)
+                             * @default false
+                             */
+                            enforced: boolean;
+                            /**
+                             * @description Which configured providers may be used; null: any
+                             * @default null
+                             */
+                            providers: ("idp_a" | "idp_b")[] | null;
+                            /** @default null */
+                            idp_a: {
+                                /**
+                                 * @description Verified domains of this account; the email (verified) must be in one or a subdomain of one; null: any
+                                 * @default null
+                                 */
+                                allowed_email_domains: string[] | null;
+                                /**
+                                 * @description The provider's groups claim must hold at least one; null: none needed
+                                 * @default null
+                                 */
+                                required_groups: string[] | null;
+                            } | null;
+                            /** @default null */
+                            idp_b: {
+                                /**
+                                 * @description Verified domains of this account; the email (verified) must be in one or a subdomain of one; null: any
+                                 * @default null
+                                 */
+                                allowed_email_domains: string[] | null;
+                                /**
+                                 * @description The provider's groups claim must hold at least one; null: none needed
+                                 * @default null
+                                 */
+                                required_groups: string[] | null;
+                            } | null;
+                            /**
+                             * @description false: refuse a sign-in whose amr is only 'pwd' (or 'pin', 'kba', or empty)
+                             * @default true
+                             */
+                            allow_password_auth: boolean;
+                            /**
+                             * @description true: the amr must include mfa, otp, hwk, swk, sms, fpt, face, iris, retina or vbm
+                             * @default false
+                             */
+                            require_mfa: boolean;
+                            /**
+                             * @description Refuse sign-in and refresh when auth_time is older
+                             * @default null
+                             */
+                            max_auth_age_hours: number | null;
+                            /**
+                             * @description Refuse refresh of a session begun longer ago
+                             * @default null
+                             */
+                            max_session_hours: number | null;
+                            /**
+                             * @description Verified domains of this account; the verified email must be in one or a subdomain of one; null: any
+                             * @default null
+                             */
+                            email_domains: string[] | null;
+                            /** @default null */
+                            machine_credentials: {
+                                /**
+                                 * @description Whether members may mint machine credentials for themselves
+                                 * @default true
+                                 */
+                                members_may_mint: boolean;
+                                /**
+                                 * @description Longest lifetime of a credential a member mints; null: no limit
+                                 * @default null
+                                 */
+                                max_lifetime_days: number | null;
+                            } | null;
+                            account_id: string;
+                            /** @description 0 until the first write; every PUT and DELETE adds one */
+                            version: number;
+                            /** @description false: no policy is stored and the defaults apply */
+                            configured: boolean;
+                            updated_by: string | null;
+                            updated_at: string | null;
+                        };
+                    };
+                };
+                /** @description The request is invalid: one entry per problem, with its location */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["HTTPValidationError"];
+                    };
+                };
+                /** @description Refused: not authenticated, not allowed, not found, in conflict… */
+                "4XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Server error */
+                "5XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/control/v1/accounts/{account_id}/idp-policy/denials": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Recent refused sign-ins, newest first; an empty list when none (active member) */
+        get: {
+            parameters: {
+                query?: {
+                    limit?: number;
+                };
+                header?: never;
+                path: {
+                    account_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            account_id: string;
+                            denials: {
+                                denial_id: string;
+                                identity: string;
+                                provider: string;
+                                email: string | null;
+                                code: string;
+                                reason: string;
+                                at: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description The request is invalid: one entry per problem, with its location */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["HTTPValidationError"];
+                    };
+                };
+                /** @description Refused: not authenticated, not allowed, not found, in conflict… */
+                "4XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Server error */
+                "5XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/control/v1/accounts/{account_id}/idp-policy/preview": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Judge a candidate policy against the members' last sign-ins; writes nothing (billing_admin) */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    account_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /**
+                         * @description false: nothing below is enforced (everyone is admitted)
+                         * @default false
+                         */
+                        enforced?: boolean;
+                        /**
+                         * @description Which configured providers may be used; null: any
+                         * @default null
+                         */
+                        providers?: ("idp_a" | "idp_b")[] | null;
+                        /** @default null */
+                        idp_a?: {
+                            /**
+                             * @description Verified domains of this account; the email (verified) must be in one or a subdomain of one; null: any
+                             * @default null
+                             */
+                            allowed_email_domains?: string[] | null;
+                            /**
+                             * @description The provider's groups claim must hold at least one; null: none needed
+                             * @default null
+                             */
+                            required_groups?: string[] | null;
+                        } | null;
+                        /** @default null */
+                        idp_b?: {
+                            /**
+                             * @description Verified domains of this account; the email (verified) must be in one or a subdomain of one; null: any
+                             * @default null
+                             */
+                            allowed_email_domains?: string[] | null;
+                            /**
+                             * @description The provider's groups claim must hold at least one; null: none needed
+                             * @default null
+                             */
+                            required_groups?: string[] | null;
+                        } | null;
+                        /**
+                         * @description false: refuse a sign-in whose amr is only 'pwd' (or 'pin', 'kba', or empty)
+                         * @default true
+                         */
+                        allow_password_auth?: boolean;
+                        /**
+                         * @description true: the amr must include mfa, otp, hwk, swk, sms, fpt, face, iris, retina or vbm
+                         * @default false
+                         */
+                        require_mfa?: boolean;
+                        /**
+                         * @description Refuse sign-in and refresh when auth_time is older
+                         * @default null
+                         */
+                        max_auth_age_hours?: number | null;
+                        /**
+                         * @description Refuse refresh of a session begun longer ago
+                         * @default null
+                         */
+                        max_session_hours?: number | null;
+                        /**
+                         * @description Verified domains of this account; the verified email must be in one or a subdomain of one; null: any
+                         * @default null
+                         */
+                        email_domains?: string[] | null;
+                        /** @default null */
+                        machine_credentials?: {
+                            /**
+                             * @description Whether members may mint machine credentials for themselves
+                             * @default true
+                             */
+                            members_may_mint?: boolean;
+                            /**
+                             * @description Longest lifetime of a credential a member mints; null: no limit
+                             * @default null
+                             */
+                            max_lifetime_days?: number | null;
+                        } | null;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            account_id: string;
+                            policy: {
+                                /**
+                                 * @description false: nothing below is enforced (everyone is admitted)
+                                 * @default false
+                                 */
+                                enforced: boolean;
+                                /**
+                                 * @description Which configured providers may be used; null: any
+                                 * @default null
+                                 */
+                                providers: ("idp_a" | "idp_b")[] | null;
+                                /** @default null */
+                                idp_a: {
+                                    /**
+                                     * @description Verified domains of this account; the email (verified) must be in one or a subdomain of one; null: any
+                                     * @default null
+                                     */
+                                    allowed_email_domains: string[] | null;
+                                    /**
+                                     * @description The provider's groups claim must hold at least one; null: none needed
+                                     * @default null
+                                     */
+                                    required_groups: string[] | null;
+                                } | null;
+                                /** @default null */
+                                idp_b: {
+                                    /**
+                                     * @description Verified domains of this account; the email (verified) must be in one or a subdomain of one; null: any
+                                     * @default null
+                                     */
+                                    allowed_email_domains: string[] | null;
+                                    /**
+                                     * @description The provider's groups claim must hold at least one; null: none needed
+                                     * @default null
+                                     */
+                                    required_groups: string[] | null;
+                                } | null;
+                                /**
+                                 * @description false: refuse a sign-in whose amr is only 'pwd' (or 'pin', 'kba', or empty)
+                                 * @default true
+                                 */
+                                allow_password_auth: boolean;
+                                /**
+                                 * @description true: the amr must include mfa, otp, hwk, swk, sms, fpt, face, iris, retina or vbm
+                                 * @default false
+                                 */
+                                require_mfa: boolean;
+                                /**
+                                 * @description Refuse sign-in and refresh when auth_time is older
+                                 * @default null
+                                 */
+                                max_auth_age_hours: number | null;
+                                /**
+                                 * @description Refuse refresh of a session begun longer ago
+                                 * @default null
+                                 */
+                                max_session_hours: number | null;
+                                /**
+                                 * @description Verified domains of this account; the verified email must be in one or a subdomain of one; null: any
+                                 * @default null
+                                 */
+                                email_domains: string[] | null;
+                                /** @default null */
+                                machine_credentials: {
+                                    /**
+                                     * @description Whether members may mint machine credentials for themselves
+                                     * @default true
+                                     */
+                                    members_may_mint: boolean;
+                                    /**
+                                     * @description Longest lifetime of a credential a member mints; null: no limit
+                                     * @default null
+                                     */
+                                    max_lifetime_days: number | null;
+                                } | null;
+                            };
+                            evaluated_at: string;
+                            admitted: number;
+                            denied: number;
+                            /** @description Members with no interactive sign-in recorded */
+                            unknown: number;
+                            members: {
+                                identity: string;
+                                /** @enum {string} */
+                                role: "billing_admin" | "member";
+                                /** @enum {string} */
+                                outcome: "admitted" | "denied" | "unknown";
+                                code: string | null;
+                                reason: string | null;
+                                last_sign_in_at: string | null;
+                            }[];
+                        };
+                    };
+                };
+                /** @description The request is invalid: one entry per problem, with its location */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["HTTPValidationError"];
+                    };
+                };
+                /** @description Refused: not authenticated, not allowed, not found, in conflict… */
+                "4XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Server error */
+                "5XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/control/v1/access/workspace/{workspace}/genesis": {
         parameters: {
             query?: never;

@@ -37,6 +37,7 @@ export type ManagementAction =
   | 'service_account.remove'
   | 'service_account.credentials'
   | 'notification.update'
+  | 'idp_policy.write'
   // any credential of the identity
   | 'notification.read'
   // workspace level: pairs covering `<ws>.*` with owner (or unnarrowed)
@@ -74,6 +75,7 @@ const ACCOUNT_LEVEL: ReadonlySet<ManagementAction> = new Set([
   'service_account.remove',
   'service_account.credentials',
   'notification.update',
+  'idp_policy.write',
 ]);
 
 const DESCRIBE: Record<ManagementAction, string> = {
@@ -95,6 +97,7 @@ const DESCRIBE: Record<ManagementAction, string> = {
   'service_account.remove': 'remove service accounts',
   'service_account.credentials': "manage service accounts' credentials",
   'notification.update': 'mark notifications read or dismiss them',
+  'idp_policy.write': "write or delete the account's sign-in (IdP) policy",
   'notification.read': "read the identity's notifications",
   'workspace.delete': 'delete a workspace',
   'credential.create': 'create credentials',

@@ -10,6 +10,12 @@ export interface Principal {
   credentialId: string;
   tokenId: string;
   expiresAt: Date;
+  /** Interactive sessions only: when the person authenticated at the provider (claim `auth_time`). */
+  authTime?: Date;
+  /** Interactive sessions only: the ID token's amr values (claim `amr`). */
+  amr?: string[];
+  /** Interactive sessions only: the provider signed in with, 'idp_a' | 'idp_b' (claim `idp`). */
+  provider?: string;
 }
 
 /** One scope per service family; a token without a service's scope is refused there (403). */

@@ -2,6 +2,7 @@ import type { AccountTables } from './tables/accounts.ts';
 import type { AuthTables } from './tables/auth.ts';
 import type { CatalogTables } from './tables/catalog.ts';
 import type { DomainTables } from './tables/domains.ts';
+import type { IdpTables } from './tables/idp.ts';
 import type { JobTables } from './tables/jobs.ts';
 import type { PaymentTables } from './tables/payments.ts';
 import type { NotificationTables } from './tables/notifications.ts';
@@ -20,5 +21,6 @@ export type * from './tables/secrets.ts';
 export type * from './tables/domains.ts';
 export type * from './tables/payments.ts';
 export type * from './tables/notifications.ts';
+export type * from './tables/idp.ts';
 
-export interface Database extends AuthTables, AccountTables, PolicyTables, CatalogTables, UploadTables, JobTables, SecretTables, DomainTables, PaymentTables, NotificationTables {}
+export interface Database extends AuthTables, AccountTables, PolicyTables, CatalogTables, UploadTables, JobTables, SecretTables, DomainTables, PaymentTables, NotificationTables, IdpTables {}

@@ -43,6 +43,11 @@ export const ACCOUNTS_ERRORS = {
   PROCESSOR_TIMEOUT: 504,
   // notifications
   NOTIFICATION_NOT_FOUND: 404,
+  // IdP policy
+  FRESH_SIGN_IN_REQUIRED: 403,
+  MACHINE_CREDENTIALS_NOT_ALLOWED: 403,
+  CREDENTIAL_LIFETIME_TOO_LONG: 403,
+  IDP_POLICY_WOULD_DENY_YOU: 409,
 } as const;
 
 declare module '../../core/errors/app-error.ts' {

@@ -8,6 +8,8 @@ import { accountRoutes } from './account-routes.ts';
 import { AccountService } from './account-service.ts';
 import type { TxtResolver } from './dns-txt.ts';
 import { domainRoutes } from './domain-routes.ts';
+import { idpPolicyRoutes } from './idp-policy-routes.ts';
+import { AccountSignInPolicy, IdpPolicyService } from './idp-policy-service.ts';
 import { DomainService, type DomainServiceDeps } from './domain-service.ts';
 import type { PaymentProcessor } from './payment-processor.ts';
 import { paymentRoutes } from './payment-routes.ts';
@@ -27,6 +29,8 @@ export { AccountService } from './account-service.ts';
 export { WorkspaceRepo } from './workspace-repo.ts';
 export { WorkspaceService, GRACE_MS, type Guards, type NamespacePort, type GenesisPort, type PolicyPurgePort, type LakeFiles } from './workspace-service.ts';
 export { DomainService, type DomainVerifiedEvent } from './domain-service.ts';
+export { AccountSignInPolicy, IdpPolicyService, FRESH_SIGN_IN_MINUTES } from './idp-policy-service.ts';
+export { evaluatePolicy, DEFAULT_IDP_POLICY, type IdpPolicyDocument } from './idp-policy.ts';
 export { NotificationService, type Notifier, type NotificationExecutor } from './notification-service.ts';
 export { events as notificationEvents, type NotificationEvent, type NotificationType } from './notification-events.ts';
 export { dnsTxtResolver, DEFAULT_DNS, type DnsOptions, type TxtResolver } from './dns-txt.ts';
@@ -53,7 +57,9 @@ export function catalogNamespaces(catalog: Catalog): NamespacePort {
 export function openAccountRecords(db: Db) {
   const records = new WorkspaceRepo(db);
   const notifications = new NotificationService(db);
-  return { db, accounts: new AccountService(db, notifications), records, directory: records as WorkspaceDirectory, notifications };
+  // The sign-in policy judge, for the auth service (built before this module's routes).
+  const signInPolicy = new AccountSignInPolicy(db);
+  return { db, accounts: new AccountService(db, notifications), records, directory: records as WorkspaceDirectory, notifications, signInPolicy };
 }
 
 export type AccountRecords = ReturnType<typeof openAccountRecords>;
@@ -145,6 +151,7 @@ export function createAccountsService(options: AccountsOptions) {
       await options.onPaymentEvent?.(event);
     },
   });
+  const idpPolicies = new IdpPolicyService({ db: options.db, accounts, isDomainVerifiedBy: (accountId, domain) => domains.isDomainVerifiedBy(accountId, domain) });
   const serviceAccounts = new ServiceAccountService(options.db, accounts, options.serviceAccountCredentials, options.plans);
   const common = accountRoutes({ accounts, verifier: options.verifier });
   const paymentApi = paymentRoutes({ payments, verifier: options.verifier });
@@ -158,6 +165,7 @@ export function createAccountsService(options: AccountsOptions) {
         await app.register(domainRoutes({ domains, verifier: options.verifier }));
         await app.register(notificationRoutes({ notifications, verifier: options.verifier }));
         await app.register(serviceAccountRoutes({ serviceAccounts, verifier: options.verifier }));
+        await app.register(idpPolicyRoutes({ idpPolicies, verifier: options.verifier }));
       }
     };
   return serviceModule({
@@ -166,12 +174,14 @@ export function createAccountsService(options: AccountsOptions) {
     domains,
     payments,
     serviceAccounts,
+    idpPolicies,
+    signInPolicy: options.signInPolicy,
     notifications,
     records,
     directory,
     apis: [
       { prefix: '/billing', title: 'account service (billing)', description: 'Accounts, members, invoices and workspaces.', routes: [routesFor('billing')] },
-      { prefix: '/control', title: 'account service (control)', description: 'Accounts, members, invoices, workspaces, guards, domains and notifications.', routes: [routesFor('control'), options.genesisRoute] },
+      { prefix: '/control', title: 'account service (control)', description: 'Accounts, members, invoices, workspaces, guards, domains, the sign-in (IdP) policy and notifications.', routes: [routesFor('control'), options.genesisRoute] },
     ],
     upkeep: () => accountsUpkeep({ workspaces, notifications, log }),
   });

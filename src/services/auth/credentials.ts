@@ -1,4 +1,5 @@
 import { DEFAULT_SCOPES, mayManage, requireManage, type Principal } from '../../core/authz/index.ts';
+import { ALLOW_ALL_SIGN_INS, type SignInPolicy } from '../../core/authz/sign-in-policy.ts';
 import { newId, sha256Hex } from '../../core/crypto/index.ts';
 import type { PermissionPair } from '../../core/db/index.ts';
 import { authError } from './errors.ts';
@@ -52,7 +53,11 @@ export function credentialMetadata(row: CredentialRow, now = Date.now()): Creden
 }
 
 export class CredentialService {
-  constructor(private readonly repo: AuthRepo) {}
+  constructor(
+    private readonly repo: AuthRepo,
+    /** Its machine_credentials rules apply to an identity minting its own credential with its token. */
+    private readonly signInPolicy: SignInPolicy = ALLOW_ALL_SIGN_INS,
+  ) {}
 
   /** A bearer token may manage only its own identity's credentials. */
   private assertMayManage(caller: CredentialCaller, clientId: string) {
@@ -71,7 +76,10 @@ export class CredentialService {
       throw authError('SCOPE_NOT_HELD', `Cannot grant scope(s) your token does not hold: ${missing.join(', ')}`);
     }
     // A narrowed token: only credentials within its own permissions (core/authz decides).
-    if (caller.kind === 'token') requireManage(caller.principal, 'credential.create', { permissions: input.permissions });
+    if (caller.kind === 'token') {
+      requireManage(caller.principal, 'credential.create', { permissions: input.permissions });
+      await this.signInPolicy.checkCredentialMint(clientId, input.expires_in_days);
+    }
     const secret = generateSecret(CREDENTIAL_SECRET_PREFIX);
     const row = await this.repo.insertCredential({
       credential_id: newId('cred'),

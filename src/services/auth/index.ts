@@ -4,6 +4,7 @@ import type { Db } from '../../core/db/index.ts';
 import { serviceModule, type AdminToken, type PublicUrl } from '../../core/http/index.ts';
 import { CredentialService, type CreateCredentialInput } from './credentials.ts';
 import type { Principal } from '../../core/authz/index.ts';
+import type { SignInPolicy } from '../../core/authz/sign-in-policy.ts';
 import { SigningKeyStore } from './keys.ts';
 import { AuthRepo } from './repo.ts';
 import { AUTH_PREFIX, authRoutes, discoveryDocument } from './routes.ts';
@@ -24,6 +25,8 @@ export interface AuthServiceOptions {
   accessTokenTtlSeconds: number;
   refreshTokenTtlDays: number;
   billingAccountOf?: (identity: string) => Promise<string | null>;
+  /** The account sign-in policy (the accounts module's); default: everything allowed. */
+  signInPolicy?: SignInPolicy;
 }
 
 /**
@@ -43,7 +46,7 @@ export async function createAuthService(options: AuthServiceOptions) {
     accessTokenTtlSeconds: options.accessTokenTtlSeconds,
     refreshTokenTtlDays: options.refreshTokenTtlDays,
   });
-  const credentials = new CredentialService(repo);
+  const credentials = new CredentialService(repo, options.signInPolicy);
   /**
    * Credentials of identities another service has authorized `principal` to manage (the account
    * service: a billing_admin and its account's service accounts). Revocations also drop the
