@@ -42,6 +42,11 @@ const ROUTES: [string, string][] = [
   ['DELETE', '/billing/v1/workspaces/{name}'],
   ['POST', '/billing/v1/workspaces/{name}/restore'],
   ['GET', '/control/v1/workspaces/{name}/properties'],
+  ['GET', '/control/v1/accounts/{account_id}/idp-policy'],
+  ['PUT', '/control/v1/accounts/{account_id}/idp-policy'],
+  ['DELETE', '/control/v1/accounts/{account_id}/idp-policy'],
+  ['GET', '/control/v1/accounts/{account_id}/idp-policy/denials'],
+  ['POST', '/control/v1/accounts/{account_id}/idp-policy/preview'],
   ['POST', '/policy/v1/access/workspace/{workspace}/genesis'],
   ['GET', '/policy/v1/access/workspace/{workspace}'],
   ['GET', '/policy/v1/access/workspace/{workspace}/effective-permissions.csv'],
@@ -113,6 +118,27 @@ describe('fuzzing the account and policy routes', () => {
         expectRefused(await send(method, urlOf(path, -1, ''), payload));
       }),
       { numRuns: 200 },
+    );
+  });
+
+  it('IdP policy documents with arbitrary domains, groups, providers and hours never give a 5xx', async () => {
+    const doc = fc.record(
+      {
+        enforced: fc.boolean(),
+        providers: fc.option(fc.array(fc.oneof(fc.constantFrom('idp_a', 'idp_b'), fc.string()), { maxLength: 3 })),
+        email_domains: fc.option(fc.array(fc.oneof(fc.domain(), fc.string()), { maxLength: 3 })),
+        idp_a: fc.option(fc.record({ allowed_email_domains: fc.option(fc.array(fc.string(), { maxLength: 2 })), required_groups: fc.option(fc.array(fc.string(), { maxLength: 2 })) }, { requiredKeys: [] })),
+        max_auth_age_hours: fc.option(fc.oneof(fc.integer(), fc.double())),
+        machine_credentials: fc.option(fc.record({ members_may_mint: fc.boolean(), max_lifetime_days: fc.option(fc.integer()) }, { requiredKeys: [] })),
+      },
+      { requiredKeys: [] },
+    );
+    await fc.assert(
+      fc.asyncProperty(fc.constantFrom('PUT', 'POST'), doc, async (method, body) => {
+        const url = `/control/v1/accounts/${account}/idp-policy${method === 'POST' ? '/preview' : '?force=true'}`;
+        expectNoServerError(await send(method, url, JSON.stringify(body)));
+      }),
+      { numRuns: 150 },
     );
   });
 });
