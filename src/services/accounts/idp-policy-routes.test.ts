@@ -110,6 +110,9 @@ describe('reading', () => {
   it('is on /control only', async () => {
     expect((await alice.request('GET', `/billing/v1/accounts/${A}/idp-policy`)).statusCode).toBe(404);
     expect((await alice.request('GET', `/billing/v1/accounts/${A}/idp-policy/denials`)).statusCode).toBe(404);
+    expect((await alice.request('PUT', `/billing/v1/accounts/${A}/idp-policy`, {})).statusCode).toBe(404);
+    expect((await alice.request('DELETE', `/billing/v1/accounts/${A}/idp-policy`)).statusCode).toBe(404);
+    expect((await alice.request('POST', `/billing/v1/accounts/${A}/idp-policy/preview`, {})).statusCode).toBe(404);
   });
 
   it('another account, a non-member or an unknown account is refused', async () => {
@@ -272,6 +275,12 @@ describe('the sign-in judge and denials', () => {
     expect((await bob.request('GET', `${policyUrl(B)}/denials?limit=501`)).statusCode).toBe(422);
     // A's denials are A's
     expect((await alice.request('GET', `${policyUrl(A)}/denials`)).json().denials.every((d: any) => d.identity !== 'bob')).toBe(true);
+  });
+
+  it('denials: 50 by default', async () => {
+    for (let i = 0; i < 52; i++) await judge.judgeSignIn(facts('bob', { provider: 'idp_b', subject: `s${i}` }));
+    expect((await bob.request('GET', `${policyUrl(B)}/denials`)).json().denials).toHaveLength(50);
+    expect((await bob.request('GET', `${policyUrl(B)}/denials?limit=500`)).json().denials).toHaveLength(54);
   });
 
   it('an identity outside any account is always allowed, version 0', async () => {
