@@ -4,6 +4,8 @@ import formbody from '@fastify/formbody';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import { serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import { Authorizer } from './core/authz/index.ts';
+import type { SignInPolicy } from './core/authz/sign-in-policy.ts';
+import type { IdentityProviderConfig } from './config.ts';
 import { Catalog } from './core/catalog/index.ts';
 import type { Sealer } from './core/crypto/index.ts';
 import type { Db } from './core/db/index.ts';
@@ -40,6 +42,11 @@ export interface AppDeps {
   onPaymentEvent?: PaymentEventHook;
   /** Service-account quota per plan, and the plan of accounts not given one. */
   plans: PlanSettings;
+  /** Interactive sign-in: the configured OpenID Connect providers and how long a started login may take. */
+  identityProviders?: readonly IdentityProviderConfig[];
+  loginTtlSeconds?: number;
+  /** The sign-in policy (tests); default: the accounts module's, else everything allowed. */
+  signInPolicy?: SignInPolicy;
   jobs: {
     timeoutMs: number;
     workers: number;
@@ -174,6 +181,9 @@ async function createServices(deps: AppDeps, log: FastifyBaseLogger) {
     accessTokenTtlSeconds: deps.accessTokenTtlSeconds,
     refreshTokenTtlDays: deps.refreshTokenTtlDays,
     billingAccountOf: (identity) => accounts.accounts.billingAccountOf(identity),
+    identityProviders: deps.identityProviders,
+    loginTtlSeconds: deps.loginTtlSeconds,
+    signInPolicy: deps.signInPolicy,
   });
   const policy = createPolicyService({
     store: policyStore,

@@ -10,6 +10,10 @@ export interface Principal {
   credentialId: string;
   tokenId: string;
   expiresAt: Date;
+  /** Interactive sessions only (from the access token's `auth_time`, `amr`, `idp`): when and how the person signed in at the provider. */
+  authTime?: Date;
+  amr?: string[];
+  provider?: string;
 }
 
 /** One scope per service family; a token without a service's scope is refused there (403). */

@@ -9,6 +9,10 @@ import { AuthRepo } from './repo.ts';
 import { AUTH_PREFIX, authRoutes, discoveryDocument } from './routes.ts';
 import { adminTokenThrottle, FailedAttemptThrottle } from './throttle.ts';
 import { AccessTokenVerifier, TokenService } from './tokens.ts';
+import type { IdentityProviderConfig } from '../../config.ts';
+import { ALLOW_ALL_SIGN_INS, type SignInPolicy } from '../../core/authz/sign-in-policy.ts';
+import { InteractiveSignIn } from './interactive.ts';
+import { interactiveRoutes } from './interactive-routes.ts';
 
 export { AUTH_PREFIX, discoveryDocument } from './routes.ts';
 export { AccessTokenVerifier, ACCESS_TOKEN_AUDIENCE } from './tokens.ts';
@@ -24,6 +28,11 @@ export interface AuthServiceOptions {
   accessTokenTtlSeconds: number;
   refreshTokenTtlDays: number;
   billingAccountOf?: (identity: string) => Promise<string | null>;
+  /** Interactive sign-in: the configured OpenID Connect providers (none: /auth/login answers 404), and how long a login may take. */
+  identityProviders?: readonly IdentityProviderConfig[];
+  loginTtlSeconds?: number;
+  /** Judges interactive sign-ins and refreshes; default: everything allowed. `useSignInPolicy` replaces it later. */
+  signInPolicy?: SignInPolicy;
 }
 
 /**
@@ -38,11 +47,16 @@ export async function createAuthService(options: AuthServiceOptions) {
   const issuer = () => options.publicUrl.service(AUTH_PREFIX);
   const verifier = new AccessTokenVerifier(keys, repo, issuer);
   const throttle = new FailedAttemptThrottle(options.db);
+  // The accounts module, built after this one, plugs its policy in through useSignInPolicy.
+  let signInPolicy = options.signInPolicy ?? ALLOW_ALL_SIGN_INS;
   const tokens = new TokenService(repo, keys, throttle, {
     issuer,
     accessTokenTtlSeconds: options.accessTokenTtlSeconds,
     refreshTokenTtlDays: options.refreshTokenTtlDays,
+    signInPolicy: () => signInPolicy,
   });
+  const signIn = new InteractiveSignIn(options.db, options.identityProviders ?? [], options.publicUrl, () => signInPolicy, options.loginTtlSeconds ?? 600);
+  const interactive = interactiveRoutes({ signIn, tokens, verifier, repo, publicUrl: options.publicUrl, refreshTokenTtlDays: options.refreshTokenTtlDays });
   const credentials = new CredentialService(repo);
   /**
    * Credentials of identities another service has authorized `principal` to manage (the account
@@ -93,7 +107,18 @@ export async function createAuthService(options: AuthServiceOptions) {
     delegated,
     rootWellKnown,
     adminTokenGuard,
-    apis: [{ prefix: AUTH_PREFIX, title: 'authentication service', description: 'OAuth 2.0 tokens, JWKS and client credentials.', routes: [routes] }],
+    signIn,
+    useSignInPolicy: (policy: SignInPolicy) => {
+      signInPolicy = policy;
+    },
+    apis: [
+      {
+        prefix: AUTH_PREFIX,
+        title: 'authentication service',
+        description: 'OAuth 2.0 tokens, JWKS, client credentials and interactive sign-in.',
+        routes: [routes, interactive],
+      },
+    ],
   });
 }
 
