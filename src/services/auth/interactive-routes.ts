@@ -27,6 +27,15 @@ const LoginQuery = z.object({
   return_to: z.string().max(4096).optional().describe('Where to go after signing in: a path on this server (`/…`); anything else means `/`'),
 });
 
+/** What the provider appends (RFC 6749 §4.1.2, RFC 9207 `iss`); openid-client reads the raw query. */
+const CallbackQuery = z.looseObject({
+  code: z.string().max(4096).optional(),
+  state: z.string().max(512).optional(),
+  iss: z.string().max(2048).optional(),
+  error: z.string().max(256).optional(),
+  error_description: z.string().max(2048).optional(),
+});
+
 const ProvidersResponse = z.object({
   providers: z.array(z.object({ id: z.enum(['idp_a', 'idp_b']), name: z.string(), issuer: z.string(), login_url: z.string() })),
   redirect_uri: z.string(),
@@ -78,7 +87,7 @@ export const interactiveRoutes =
 
     app.get(
       '/callback',
-      { schema: { summary: 'The identity provider returns here: completes the sign-in, sets the session cookies and redirects (302)', querystring: z.record(z.string(), z.unknown()) } },
+      { schema: { summary: 'The identity provider returns here: completes the sign-in, sets the session cookies and redirects (302)', querystring: CallbackQuery } },
       async (request, reply) => {
         reply.header('cache-control', 'no-store');
         const query = request.url.includes('?') ? request.url.slice(request.url.indexOf('?') + 1) : '';
