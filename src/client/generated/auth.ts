@@ -689,6 +689,9 @@ export interface paths {
                             token_id: string;
                             expires_at: string;
                             expires_in: number;
+                            idp?: string;
+                            amr?: string[];
+                            auth_time?: string;
                         };
                     };
                 };

@@ -209,7 +209,10 @@ export class InteractiveSignIn {
         throw authError('SIGN_IN_FAILED', `The identity provider refused the sign-in: ${error.error}${error.error_description ? ` (${error.error_description})` : ''}`);
       }
       if (error instanceof oidc.ResponseBodyError || error instanceof oidc.ClientError || (error as Error)?.name === 'OperationProcessingError') {
-        throw authError('SIGN_IN_FAILED', `Sign-in could not be verified: ${(error as Error).message}`);
+        // openid-client's message is generic; the cause names the check that failed (e.g. the ID token's nonce).
+        const cause = (error as Error).cause;
+        const why = cause instanceof Error && cause.message !== (error as Error).message ? `: ${cause.message}` : '';
+        throw authError('SIGN_IN_FAILED', `Sign-in could not be verified: ${(error as Error).message}${why}`);
       }
       throw this.providerFailure(provider, 'the token request', error);
     }

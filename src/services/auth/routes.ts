@@ -266,6 +266,9 @@ export const authRoutes =
           token_id: p.tokenId,
           expires_at: p.expiresAt.toISOString(),
           expires_in: Math.max(0, Math.floor((p.expiresAt.getTime() - Date.now()) / 1000)),
+          ...(p.provider !== undefined ? { idp: p.provider } : {}),
+          ...(p.amr !== undefined ? { amr: p.amr } : {}),
+          ...(p.authTime !== undefined ? { auth_time: p.authTime.toISOString() } : {}),
         };
       },
     );

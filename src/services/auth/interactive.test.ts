@@ -1,0 +1,400 @@
+/**
+ * Interactive sign-in end to end against a real OpenID Connect provider (oidc-provider) on
+ * loopback: the browser's redirects are followed over HTTP with a cookie jar, the provider's login
+ * and consent interactions are submitted as forms, and Lakeport is called with the resulting cookie.
+ */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+// @ts-expect-error oidc-provider ships no types (@types/oidc-provider is not installed)
+import Provider from 'oidc-provider';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestApp, type TestApp } from '../../../test/harness.ts';
+import type { SignInFacts, SignInPolicy, SignInVerdict } from '../../core/authz/sign-in-policy.ts';
+import { PublicUrl } from '../../core/http/index.ts';
+import { safeReturnTo } from './interactive.ts';
+
+interface TestUser {
+  email: string;
+  emailVerified: boolean;
+  preferredUsername: string;
+  amr: string[];
+  /** Seconds before now that the user authenticated (the ID token's auth_time). */
+  authAgeSeconds: number;
+}
+
+const USERS: Record<string, TestUser> = {
+  alice: { email: 'alice@corp.example', emailVerified: true, preferredUsername: 'alice.a', amr: ['pwd', 'mfa'], authAgeSeconds: 0 },
+  bob: { email: 'bob@other.example', emailVerified: true, preferredUsername: 'bobby', amr: ['pwd'], authAgeSeconds: 3 * 3600 },
+  carol: { email: 'carol@corp.example', emailVerified: false, preferredUsername: 'carol.c', amr: ['otp'], authAgeSeconds: 60 },
+};
+
+const CLIENT_ID = 'lakeport-test';
+const CLIENT_SECRET = 'a-client-secret-for-the-test-provider-0123456789';
+
+function readBody(req: http.IncomingMessage): Promise<URLSearchParams> {
+  return new Promise((resolve, reject) => {
+    let data = '';
+    req.on('data', (chunk) => (data += chunk));
+    req.on('end', () => resolve(new URLSearchParams(data)));
+    req.on('error', reject);
+  });
+}
+
+/** A real OpenID provider on loopback, its interactions (login, consent) as plain HTML forms. */
+async function startProvider(redirectUri: () => string) {
+  let provider: Provider | undefined;
+  const server = http.createServer(async (req, res) => {
+    try {
+      if (!req.url!.startsWith('/interaction/')) return provider!.callback()(req, res);
+      const details = await provider!.interactionDetails(req, res);
+      if (req.method === 'GET') {
+        res.writeHead(200, { 'content-type': 'text/html' }).end(`<form method="post"><input name="${details.prompt.name === 'login' ? 'login' : 'confirm'}"></form>`);
+        return;
+      }
+      const form = await readBody(req);
+      let result;
+      if (details.prompt.name === 'login') {
+        const user = USERS[form.get('login') ?? ''];
+        if (!user) return void res.writeHead(400).end('unknown user');
+        result = { login: { accountId: form.get('login')!, amr: user.amr, ts: Math.floor(Date.now() / 1000) - user.authAgeSeconds } };
+      } else {
+        const grant = new provider!.Grant({ accountId: details.session!.accountId, clientId: details.params.client_id as string });
+        const missing = details.prompt.details as { missingOIDCScope?: string[]; missingOIDCClaims?: string[] };
+        if (missing.missingOIDCScope) grant.addOIDCScope(missing.missingOIDCScope.join(' '));
+        if (missing.missingOIDCClaims) grant.addOIDCClaims(missing.missingOIDCClaims);
+        result = { consent: { grantId: await grant.save() } };
+      }
+      const location = await provider!.interactionResult(req, res, result, { mergeWithLastSubmission: false });
+      res.writeHead(303, { location }).end();
+    } catch (error) {
+      res.writeHead(500).end(String(error));
+    }
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const issuer = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const init = () => {
+    provider = new Provider(issuer, {
+      clients: [
+        {
+          client_id: CLIENT_ID,
+          client_secret: CLIENT_SECRET,
+          redirect_uris: [redirectUri()],
+          grant_types: ['authorization_code'],
+          response_types: ['code'],
+          token_endpoint_auth_method: 'client_secret_post',
+          require_auth_time: true,
+        },
+      ],
+      cookies: { keys: ['a-cookie-signing-key-for-the-test'] },
+      // Like Google and Entra, the ID token itself carries email and profile claims (and amr).
+      conformIdTokenClaims: false,
+      claims: { openid: ['sub', 'amr'], email: ['email', 'email_verified'], profile: ['preferred_username', 'name'] },
+      features: { devInteractions: { enabled: false } },
+      findAccount: async (_ctx: unknown, sub: string) => {
+        const user = USERS[sub];
+        if (!user) return undefined;
+        return {
+          accountId: sub,
+          claims: async () => ({ sub, email: user.email, email_verified: user.emailVerified, preferred_username: user.preferredUsername, name: sub }),
+        };
+      },
+    });
+  };
+  return { issuer, init, close: () => new Promise<void>((resolve) => server.close(() => resolve())) };
+}
+
+/** A browser: a cookie jar per host:port, manual redirects. */
+class Browser {
+  readonly jar = new Map<string, Map<string, string>>();
+  /** Raw Set-Cookie headers of the last response. */
+  lastSetCookies: string[] = [];
+
+  async request(url: string, init: RequestInit = {}): Promise<Response> {
+    const u = new URL(url);
+    const cookies = this.jar.get(u.host) ?? new Map<string, string>();
+    const headers = new Headers(init.headers);
+    if (cookies.size > 0) headers.set('cookie', [...cookies].map(([k, v]) => `${k}=${v}`).join('; '));
+    const res = await fetch(url, { ...init, headers, redirect: 'manual' });
+    this.lastSetCookies = res.headers.getSetCookie();
+    for (const line of this.lastSetCookies) {
+      const [pair, ...attributes] = line.split(';');
+      const eq = pair.indexOf('=');
+      const name = pair.slice(0, eq).trim();
+      const value = pair.slice(eq + 1).trim();
+      const expired = value === '' || attributes.some((a) => /^\s*max-age=0\s*$/i.test(a)) || attributes.some((a) => /^\s*expires=Thu, 01 Jan 1970/i.test(a));
+      if (expired) cookies.delete(name);
+      else cookies.set(name, value);
+    }
+    this.jar.set(u.host, cookies);
+    return res;
+  }
+
+  /** Follows redirects until a non-redirect response; returns it and its URL. */
+  async follow(url: string, init: RequestInit = {}): Promise<{ res: Response; url: string; visited: string[] }> {
+    const visited: string[] = [];
+    let res = await this.request(url, init);
+    while (res.status >= 300 && res.status < 400) {
+      url = new URL(res.headers.get('location')!, url).href;
+      visited.push(url);
+      res = await this.request(url);
+    }
+    return { res, url, visited };
+  }
+
+  cookie(host: string, name: string): string | undefined {
+    return this.jar.get(host)?.get(name);
+  }
+}
+
+const FORM = { 'content-type': 'application/x-www-form-urlencoded' };
+
+describe('interactive sign-in against a real OpenID provider', () => {
+  let t: TestApp;
+  let lakeport: string;
+  let op: Awaited<ReturnType<typeof startProvider>>;
+  let other: Awaited<ReturnType<typeof startProvider>>;
+  /** The test's sign-in policy: refuses whatever `refuse` says (null: allow). */
+  let refuse: ((facts: SignInFacts) => string | null) = () => null;
+  let refuseRefresh: ((facts: SignInFacts, session: { startedAt: Date; policyVersion: number }) => string | null) = () => null;
+  const judged: SignInFacts[] = [];
+  const verdict = (reason: string | null): SignInVerdict =>
+    reason === null ? { allowed: true, accountId: null, policyVersion: 3 } : { allowed: false, accountId: null, policyVersion: 3, code: 'TEST_POLICY', reason };
+  const policy: SignInPolicy = {
+    judgeSignIn: async (facts) => (judged.push(facts), verdict(refuse(facts))),
+    judgeRefresh: async (facts, session) => verdict(refuseRefresh(facts, session)),
+    checkCredentialMint: async () => {},
+  };
+
+  beforeAll(async () => {
+    const publicUrl = new PublicUrl(undefined, '127.0.0.1', 0);
+    const redirectUri = () => `${publicUrl.value}/auth/callback`;
+    op = await startProvider(redirectUri);
+    other = await startProvider(redirectUri);
+    t = await createTestApp({
+      publicUrl,
+      signInPolicy: policy,
+      identityProviders: [{ id: 'idp_a', issuer: op.issuer, clientId: CLIENT_ID, clientSecret: CLIENT_SECRET, name: 'Test IdP' }],
+    });
+    lakeport = await t.app.listen({ port: 0, host: '127.0.0.1' });
+    publicUrl.settle(lakeport);
+    op.init();
+    other.init();
+  }, 60_000);
+
+  afterAll(async () => {
+    await t?.close();
+    await op?.close();
+    await other?.close();
+  });
+
+  /** The whole browser flow up to Lakeport's callback response (not followed). */
+  async function signIn(browser: Browser, user: string, returnTo = '/auth/me', accept?: string) {
+    const start = await browser.request(`${lakeport}/auth/login?provider=idp_a&return_to=${encodeURIComponent(returnTo)}`);
+    expect(start.status).toBe(302);
+    const authorizeUrl = start.headers.get('location')!;
+    return completeAt(browser, authorizeUrl, user, accept);
+  }
+
+  /** At the provider: login and consent forms, then the redirect to Lakeport's callback, requested once. */
+  async function completeAt(browser: Browser, authorizeUrl: string, user: string, accept?: string) {
+    let { res, url } = await browser.follow(authorizeUrl);
+    expect(res.status).toBe(200);
+    expect(await res.text()).toContain('name="login"');
+    let next = await browser.request(url, { method: 'POST', headers: FORM, body: new URLSearchParams({ login: user }) });
+    // The provider's redirects up to the consent form, or straight to the callback.
+    for (;;) {
+      const location = new URL(next.headers.get('location')!, url).href;
+      if (location.startsWith(lakeport)) {
+        const callback = await browser.request(location, { headers: accept ? { accept } : {} });
+        return { callback, callbackUrl: location, authorizeUrl };
+      }
+      url = location;
+      next = await browser.request(url);
+      if (next.status === 200) {
+        expect(await next.text()).toContain('name="confirm"');
+        next = await browser.request(url, { method: 'POST', headers: FORM, body: new URLSearchParams({ confirm: 'yes' }) });
+      }
+    }
+  }
+
+  it('signs a person in through the redirects; /auth/me answers with the cookie, carrying idp, amr and auth_time', async () => {
+    const browser = new Browser();
+    const before = Math.floor(Date.now() / 1000);
+    const { callback } = await signIn(browser, 'alice');
+    expect(callback.status).toBe(302);
+    expect(callback.headers.get('location')).toBe('/auth/me');
+    const me = await browser.request(`${lakeport}/auth/me`);
+    expect(me.status).toBe(200);
+    const body = await me.json();
+    expect(body).toMatchObject({ identity: 'alice', idp: 'idp_a', amr: ['pwd', 'mfa'] });
+    expect(Date.parse(body.auth_time) / 1000).toBeGreaterThanOrEqual(before - 2);
+    const facts = judged.at(-1)!;
+    expect(facts).toMatchObject({ identity: 'alice', provider: 'idp_a', issuer: op.issuer, subject: 'alice', email: 'alice@corp.example', emailVerified: true, amr: ['pwd', 'mfa'] });
+
+    // The same person again: the same identity (stable iss+sub link).
+    const again = await signIn(new Browser(), 'alice');
+    expect(again.callback.status).toBe(302);
+    expect(judged.at(-1)!.identity).toBe('alice');
+  });
+
+  it('ID tokens differ per user: email domain, amr, auth_time; an unverified email is not used', async () => {
+    const bob = new Browser();
+    expect((await signIn(bob, 'bob')).callback.status).toBe(302);
+    const bobFacts = judged.at(-1)!;
+    expect(bobFacts).toMatchObject({ identity: 'bob', email: 'bob@other.example', amr: ['pwd'] });
+    expect(Date.now() - bobFacts.authTime.getTime()).toBeGreaterThan(3 * 3600_000 - 60_000);
+    expect(await (await bob.request(`${lakeport}/auth/me`)).json()).toMatchObject({ identity: 'bob', amr: ['pwd'] });
+
+    expect((await signIn(new Browser(), 'carol')).callback.status).toBe(302);
+    // carol's email is unverified: no email, the identity from preferred_username.
+    expect(judged.at(-1)!).toMatchObject({ identity: 'carol.c', email: null, emailVerified: false, amr: ['otp'] });
+  });
+
+  it('sets HttpOnly SameSite cookies: the access token on /, the refresh token on /auth only (no Secure over http)', async () => {
+    const browser = new Browser();
+    await signIn(browser, 'alice');
+    const access = browser.lastSetCookies.find((c) => c.startsWith('lakeport_access_token='))!;
+    const refresh = browser.lastSetCookies.find((c) => c.startsWith('lakeport_refresh_token='))!;
+    expect(access).toMatch(/; HttpOnly/i);
+    expect(access).toMatch(/; SameSite=Lax/i);
+    expect(access).toMatch(/; Path=\/(;|$)/);
+    expect(access).not.toMatch(/; Secure/i);
+    expect(refresh).toMatch(/; HttpOnly/i);
+    expect(refresh).toMatch(/; SameSite=Strict/i);
+    expect(refresh).toMatch(/; Path=\/auth(;|$)/);
+  });
+
+  it('a replayed callback fails (state single-use; the code cannot be redeemed again)', async () => {
+    const browser = new Browser();
+    const { callback, callbackUrl } = await signIn(browser, 'alice');
+    expect(callback.status).toBe(302);
+    const replay = await new Browser().request(callbackUrl, { headers: { accept: 'application/json' } });
+    expect(replay.status).toBe(400);
+    expect(await replay.json()).toMatchObject({ code: 'SIGN_IN_FAILED' });
+    // The used code under a fresh state of another login: refused (PKCE/code reuse at the provider).
+    const fresh = await browser.request(`${lakeport}/auth/login?provider=idp_a`);
+    const state = new URL(fresh.headers.get('location')!).searchParams.get('state')!;
+    const forged = new URL(callbackUrl);
+    forged.searchParams.set('state', state);
+    const reuse = await browser.request(forged.href, { headers: { accept: 'application/json' } });
+    expect(reuse.status).toBe(400);
+    expect(await reuse.json()).toMatchObject({ code: 'SIGN_IN_FAILED' });
+  });
+
+  it('a state Lakeport never issued is refused, as a plain page for a browser', async () => {
+    const res = await new Browser().request(`${lakeport}/auth/callback?code=abc&state=forged-state`, { headers: { accept: 'text/html' } });
+    expect(res.status).toBe(400);
+    expect(res.headers.get('content-type')).toMatch(/text\/html/);
+    expect(await res.text()).toContain('already used sign-in state');
+    expect(res.headers.getSetCookie()).toEqual([]);
+  });
+
+  it('a nonce mismatch is refused: the authorization request was tampered with', async () => {
+    const browser = new Browser();
+    const start = await browser.request(`${lakeport}/auth/login?provider=idp_a`);
+    const tampered = new URL(start.headers.get('location')!);
+    tampered.searchParams.set('nonce', 'attacker-chosen-nonce');
+    const { callback } = await completeAt(browser, tampered.href, 'alice', 'application/json');
+    expect(callback.status).toBe(400);
+    const body = await callback.json();
+    expect(body.code).toBe('SIGN_IN_FAILED');
+    expect(body.detail).toMatch(/nonce/);
+    expect(browser.cookie(new URL(lakeport).host, 'lakeport_access_token')).toBeUndefined();
+  });
+
+  it('an ID token from an unconfigured issuer is refused', async () => {
+    // A real provider Lakeport does not know answers a login Lakeport started with idp_a.
+    const browser = new Browser();
+    const start = await browser.request(`${lakeport}/auth/login?provider=idp_a`);
+    const mine = new URL(start.headers.get('location')!);
+    const foreign = new URL(`${other.issuer}${mine.pathname}`);
+    foreign.search = mine.search;
+    const { callback } = await completeAt(browser, foreign.href, 'alice', 'application/json');
+    expect(callback.status).toBe(400);
+    expect((await callback.json()).code).toBe('SIGN_IN_FAILED');
+  });
+
+  it('return_to only to this origin: open-redirect attempts land on /', async () => {
+    for (const bad of ['//evil.com', 'https://evil.com', '/\\evil.com', 'javascript:alert(1)', '\\\\evil.com', ' //evil.com', '/\t/evil.com']) {
+      expect(safeReturnTo(bad), bad).toBe('/');
+    }
+    expect(safeReturnTo('/odata/v1/ws?$top=1')).toBe('/odata/v1/ws?$top=1');
+    const { callback } = await signIn(new Browser(), 'alice', '//evil.com');
+    expect(callback.status).toBe(302);
+    expect(callback.headers.get('location')).toBe('/');
+    const scheme = await signIn(new Browser(), 'alice', 'https://evil.com/x');
+    expect(scheme.callback.headers.get('location')).toBe('/');
+  });
+
+  it('an unknown provider is 404; providers are listed without secrets', async () => {
+    const res = await fetch(`${lakeport}/auth/login?provider=idp_b`, { redirect: 'manual' });
+    expect(res.status).toBe(404);
+    expect((await res.json()).code).toBe('IDP_NOT_CONFIGURED');
+    const list = await (await fetch(`${lakeport}/auth/providers`)).text();
+    expect(list).toContain('Test IdP');
+    expect(list).not.toContain(CLIENT_SECRET);
+  });
+
+  it('a sign-in the policy refuses: 403 with the reason (HTML for a browser, JSON on request), no session', async () => {
+    refuse = (facts) => (facts.email?.endsWith('@other.example') ? 'only corp.example may sign in' : null);
+    try {
+      const browser = new Browser();
+      const { callback } = await signIn(browser, 'bob');
+      expect(callback.status).toBe(403);
+      expect(callback.headers.get('content-type')).toMatch(/text\/html/);
+      expect(await callback.text()).toContain('only corp.example may sign in');
+      expect(browser.cookie(new URL(lakeport).host, 'lakeport_access_token')).toBeUndefined();
+      const api = await signIn(new Browser(), 'bob', '/', 'application/json');
+      expect(api.callback.status).toBe(403);
+      expect(await api.callback.json()).toMatchObject({ code: 'SIGN_IN_REFUSED', reason_code: 'TEST_POLICY' });
+    } finally {
+      refuse = () => null;
+    }
+  });
+
+  it('refresh: allowed by judgeRefresh gives a new token with amr; refused gives invalid_grant and ends the session', async () => {
+    const browser = new Browser();
+    await signIn(browser, 'alice');
+    const host = new URL(lakeport).host;
+    const refreshToken = browser.cookie(host, 'lakeport_refresh_token')!;
+    const accessToken = browser.cookie(host, 'lakeport_access_token')!;
+    const ok = await fetch(`${lakeport}/auth/token`, { method: 'POST', headers: FORM, body: new URLSearchParams({ grant_type: 'refresh_token', refresh_token: refreshToken }) });
+    expect(ok.status).toBe(200);
+    const fresh = (await ok.json()).access_token as string;
+    const me = await (await fetch(`${lakeport}/auth/me`, { headers: { authorization: `Bearer ${fresh}` } })).json();
+    expect(me).toMatchObject({ identity: 'alice', idp: 'idp_a', amr: ['pwd', 'mfa'] });
+
+    let seen: { startedAt: Date; policyVersion: number } | undefined;
+    refuseRefresh = (_facts, session) => ((seen = session), 'the account policy changed');
+    try {
+      const refused = await fetch(`${lakeport}/auth/token`, { method: 'POST', headers: FORM, body: new URLSearchParams({ grant_type: 'refresh_token', refresh_token: refreshToken }) });
+      expect(refused.status).toBe(400);
+      const body = await refused.json();
+      expect(body).toMatchObject({ error: 'invalid_grant', code: 'SIGN_IN_REQUIRED', reason_code: 'TEST_POLICY' });
+      expect(body.error_description).toMatch(/sign in interactively again/i);
+      expect(seen!.policyVersion).toBe(3);
+    } finally {
+      refuseRefresh = () => null;
+    }
+    // The session is over: the refresh token is dead, its access tokens stop within the recheck time.
+    const dead = await fetch(`${lakeport}/auth/token`, { method: 'POST', headers: FORM, body: new URLSearchParams({ grant_type: 'refresh_token', refresh_token: refreshToken }) });
+    expect(dead.status).toBe(400);
+    await new Promise((resolve) => setTimeout(resolve, 5_200));
+    expect((await fetch(`${lakeport}/auth/me`, { headers: { authorization: `Bearer ${accessToken}` } })).status).toBe(401);
+  }, 30_000);
+
+  it('logout revokes the session and clears the cookies', async () => {
+    const browser = new Browser();
+    await signIn(browser, 'alice');
+    const host = new URL(lakeport).host;
+    const accessToken = browser.cookie(host, 'lakeport_access_token')!;
+    const refreshToken = browser.cookie(host, 'lakeport_refresh_token')!;
+    const out = await browser.request(`${lakeport}/auth/logout`, { method: 'POST' });
+    expect(out.status).toBe(204);
+    expect(browser.cookie(host, 'lakeport_access_token')).toBeUndefined();
+    expect(browser.cookie(host, 'lakeport_refresh_token')).toBeUndefined();
+    expect((await fetch(`${lakeport}/auth/me`, { headers: { authorization: `Bearer ${accessToken}` } })).status).toBe(401);
+    const refresh = await fetch(`${lakeport}/auth/token`, { method: 'POST', headers: FORM, body: new URLSearchParams({ grant_type: 'refresh_token', refresh_token: refreshToken }) });
+    expect(refresh.status).toBe(400);
+  });
+});
