@@ -866,6 +866,13 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
+                /** @description Redirect: see the Location header */
+                302: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
                 /** @description The request is invalid: one entry per problem, with its location */
                 422: {
                     headers: {
@@ -926,6 +933,13 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
+                /** @description Redirect: see the Location header */
+                302: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
                 /** @description The request is invalid: one entry per problem, with its location */
                 422: {
                     headers: {
@@ -982,6 +996,13 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
+                /** @description Signed out */
+                204: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
                 /** @description Refused: not authenticated, not allowed, not found, in conflict… */
                 "4XX": {
                     headers: {

@@ -36,6 +36,8 @@ const CallbackQuery = z.looseObject({
   error_description: z.string().max(2048).optional(),
 });
 
+const Redirect = z.null().describe('Redirect: see the Location header');
+
 const ProvidersResponse = z.object({
   providers: z.array(z.object({ id: z.enum(['idp_a', 'idp_b']), name: z.string(), issuer: z.string(), login_url: z.string() })),
   redirect_uri: z.string(),
@@ -78,7 +80,7 @@ export const interactiveRoutes =
 
     app.get(
       '/login',
-      { schema: { summary: 'Start an interactive sign-in: redirects (302) to the identity provider', querystring: LoginQuery } },
+      { schema: { summary: 'Start an interactive sign-in: redirects (302) to the identity provider', querystring: LoginQuery, response: { 302: Redirect } } },
       async (request, reply) => {
         const url = await signIn.start(request.query.provider, request.query.return_to);
         return reply.header('cache-control', 'no-store').redirect(url.href, 302);
@@ -87,7 +89,7 @@ export const interactiveRoutes =
 
     app.get(
       '/callback',
-      { schema: { summary: 'The identity provider returns here: completes the sign-in, sets the session cookies and redirects (302)', querystring: CallbackQuery } },
+      { schema: { summary: 'The identity provider returns here: completes the sign-in, sets the session cookies and redirects (302)', querystring: CallbackQuery, response: { 302: Redirect } } },
       async (request, reply) => {
         reply.header('cache-control', 'no-store');
         const query = request.url.includes('?') ? request.url.slice(request.url.indexOf('?') + 1) : '';
@@ -113,14 +115,15 @@ export const interactiveRoutes =
         } catch (error) {
           if (!(error instanceof AppError) || wantsJson(request)) throw error;
           const title = error.code === 'SIGN_IN_REFUSED' ? 'Sign-in refused' : 'Sign-in failed';
-          return reply.status(error.status).type('text/html; charset=utf-8').send(htmlPage(title, `${error.message} (${error.code})`));
+          // A browser's error page: HTML instead of the JSON error the schema's error handler writes.
+          return (reply as FastifyReply).status(error.status).type('text/html; charset=utf-8').send(htmlPage(title, `${error.message} (${error.code})`));
         }
       },
     );
 
     app.post(
       '/logout',
-      { schema: { summary: 'End the interactive session: revokes it, clears the cookies (204)' } },
+      { schema: { summary: 'End the interactive session: revokes it, clears the cookies (204)', response: { 204: z.null().describe('Signed out') } } },
       async (request, reply) => {
         // The session: the refresh cookie (SameSite=Strict), else a bearer access token of it.
         let session: { clientId: string; credentialId: string } | undefined;
@@ -140,7 +143,7 @@ export const interactiveRoutes =
           verifier.forgetCredential(session.credentialId);
         }
         clearCookies(reply);
-        return reply.status(204).header('cache-control', 'no-store').send();
+        return reply.status(204).header('cache-control', 'no-store').send(null);
       },
     );
   };
