@@ -108,6 +108,18 @@ export async function createAuthService(options: AuthServiceOptions) {
     rootWellKnown,
     adminTokenGuard,
     signIn,
+    /**
+     * For the accounts module: ends every interactive session of an identity (an IdP-policy write
+     * that invalidates them); their access tokens are refused here at once, elsewhere within the
+     * verifier's recheck (~5 s).
+     */
+    interactiveSessions: {
+      end: async (identity: string): Promise<number> => {
+        const ids = await repo.revokeInteractiveSessions(identity);
+        for (const id of ids) verifier.forgetCredential(id);
+        return ids.length;
+      },
+    },
     useSignInPolicy: (policy: SignInPolicy) => {
       signInPolicy = policy;
     },

@@ -170,10 +170,18 @@ describe('interactive sign-in against a real OpenID provider', () => {
     const redirectUri = () => `${publicUrl.value}/auth/callback`;
     op = await startProvider(redirectUri);
     other = await startProvider(redirectUri);
+    // idp_b: a port where nothing listens (an unreachable provider).
+    const closed = http.createServer();
+    await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
+    const deadIssuer = `http://127.0.0.1:${(closed.address() as AddressInfo).port}`;
+    await new Promise<void>((resolve) => closed.close(() => resolve()));
     t = await createTestApp({
       publicUrl,
       signInPolicy: policy,
-      identityProviders: [{ id: 'idp_a', issuer: op.issuer, clientId: CLIENT_ID, clientSecret: CLIENT_SECRET, name: 'Test IdP' }],
+      identityProviders: [
+        { id: 'idp_a', issuer: op.issuer, clientId: CLIENT_ID, clientSecret: CLIENT_SECRET, name: 'Test IdP' },
+        { id: 'idp_b', issuer: deadIssuer, clientId: CLIENT_ID, clientSecret: CLIENT_SECRET, name: 'Down IdP' },
+      ],
     });
     lakeport = await t.app.listen({ port: 0, host: '127.0.0.1' });
     publicUrl.settle(lakeport);
@@ -326,10 +334,15 @@ describe('interactive sign-in against a real OpenID provider', () => {
     expect(scheme.callback.headers.get('location')).toBe('/');
   });
 
-  it('an unknown provider is 404; providers are listed without secrets', async () => {
-    const res = await fetch(`${lakeport}/auth/login?provider=idp_b`, { redirect: 'manual' });
+  it('an unknown provider is 404, an unreachable one 502; providers are listed without secrets', async () => {
+    const res = await fetch(`${lakeport}/auth/login?provider=idp_c`, { redirect: 'manual' });
     expect(res.status).toBe(404);
     expect((await res.json()).code).toBe('IDP_NOT_CONFIGURED');
+    const down = await fetch(`${lakeport}/auth/login?provider=idp_b`, { redirect: 'manual' });
+    expect(down.status).toBe(502);
+    const body = await down.json();
+    expect(body.code).toBe('IDP_UNREACHABLE');
+    expect(JSON.stringify(body)).not.toContain(CLIENT_SECRET);
     const list = await (await fetch(`${lakeport}/auth/providers`)).text();
     expect(list).toContain('Test IdP');
     expect(list).not.toContain(CLIENT_SECRET);
@@ -396,5 +409,24 @@ describe('interactive sign-in against a real OpenID provider', () => {
     expect((await fetch(`${lakeport}/auth/me`, { headers: { authorization: `Bearer ${accessToken}` } })).status).toBe(401);
     const refresh = await fetch(`${lakeport}/auth/token`, { method: 'POST', headers: FORM, body: new URLSearchParams({ grant_type: 'refresh_token', refresh_token: refreshToken }) });
     expect(refresh.status).toBe(400);
+  });
+
+  it('a browser refreshes with its refresh cookie (set_cookie=true renews the access cookie)', async () => {
+    const browser = new Browser();
+    await signIn(browser, 'alice');
+    const host = new URL(lakeport).host;
+    const before = browser.cookie(host, 'lakeport_access_token');
+    const res = await browser.request(`${lakeport}/auth/token?set_cookie=true`, { method: 'POST', headers: FORM, body: new URLSearchParams({ grant_type: 'refresh_token' }) });
+    expect(res.status).toBe(200);
+    expect(browser.cookie(host, 'lakeport_access_token')).not.toBe(before);
+    expect(await (await browser.request(`${lakeport}/auth/me`)).json()).toMatchObject({ identity: 'alice', amr: ['pwd', 'mfa'] });
+  });
+
+  it('interactiveSessions.end (for the accounts module) ends every session of an identity at once', async () => {
+    const browser = new Browser();
+    await signIn(browser, 'bob');
+    expect((await browser.request(`${lakeport}/auth/me`)).status).toBe(200);
+    expect(await t.app.lakeport.auth.interactiveSessions.end('bob')).toBeGreaterThanOrEqual(1);
+    expect((await browser.request(`${lakeport}/auth/me`)).status).toBe(401);
   });
 });

@@ -170,4 +170,17 @@ export class AuthRepo {
   findInteractiveSession(credentialId: string) {
     return this.db.kysely.selectFrom('interactive_sessions').selectAll().where('credential_id', '=', credentialId).executeTakeFirst();
   }
+
+  /** Revokes every live interactive session of `identity` (their credentials and refresh tokens); returns the credential ids. */
+  async revokeInteractiveSessions(identity: string): Promise<string[]> {
+    const rows = await this.db.kysely
+      .selectFrom('credentials as c')
+      .innerJoin('interactive_sessions as s', 's.credential_id', 'c.credential_id')
+      .select('c.credential_id')
+      .where('c.client_id', '=', identity)
+      .where('c.revoked_at', 'is', null)
+      .execute();
+    for (const row of rows) await this.revokeCredential(identity, row.credential_id);
+    return rows.map((r) => r.credential_id);
+  }
 }
