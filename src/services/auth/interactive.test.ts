@@ -430,3 +430,22 @@ describe('interactive sign-in against a real OpenID provider', () => {
     expect((await browser.request(`${lakeport}/auth/me`)).status).toBe(401);
   });
 });
+
+describe('interactive sign-in cookies behind https', () => {
+  it('are Secure when the public URL is https (logout clears them with the same attributes)', async () => {
+    const t = await createTestApp({ publicUrl: new PublicUrl('https://lake.example.com', '127.0.0.1', 0) }, { workers: false });
+    try {
+      const res = await t.app.inject({ method: 'POST', url: '/auth/logout' });
+      expect(res.statusCode).toBe(204);
+      const cookies = ([] as string[]).concat(res.headers['set-cookie'] ?? []);
+      expect(cookies).toHaveLength(2);
+      for (const cookie of cookies) {
+        expect(cookie).toMatch(/; Secure/);
+        expect(cookie).toMatch(/; HttpOnly/);
+      }
+      expect(cookies.find((c) => c.startsWith('lakeport_refresh_token='))).toMatch(/; Path=\/auth(;|$)/);
+    } finally {
+      await t.close();
+    }
+  });
+});
