@@ -34,6 +34,7 @@ export async function createAppDeps(config: Config, provided: ProvidedDeps, log:
     plans: config.plans,
     identityProviders: config.identityProviders,
     loginTtlSeconds: config.loginTtlSeconds,
+    idpTimeoutSeconds: config.idpTimeoutSeconds,
     analyzer: provided.analyzer ?? (await SqlAnalyzer.create()),
     dns: { servers: config.dnsServers, timeoutMs: config.dnsTimeoutMs, tries: config.dnsTries },
     jobs: {

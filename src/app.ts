@@ -45,6 +45,7 @@ export interface AppDeps {
   /** Interactive sign-in: the configured OpenID Connect providers and how long a started login may take. */
   identityProviders?: readonly IdentityProviderConfig[];
   loginTtlSeconds?: number;
+  idpTimeoutSeconds?: number;
   /** The sign-in policy (tests); default: the accounts module's, else everything allowed. */
   signInPolicy?: SignInPolicy;
   jobs: {
@@ -183,6 +184,7 @@ async function createServices(deps: AppDeps, log: FastifyBaseLogger) {
     billingAccountOf: (identity) => accounts.accounts.billingAccountOf(identity),
     identityProviders: deps.identityProviders,
     loginTtlSeconds: deps.loginTtlSeconds,
+    idpTimeoutSeconds: deps.idpTimeoutSeconds,
     signInPolicy: deps.signInPolicy,
   });
   const policy = createPolicyService({

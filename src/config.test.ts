@@ -54,7 +54,8 @@ describe('loadConfig', () => {
   });
 
   it('reads up to two identity providers (LAKEPORT_IDP_A_*, LAKEPORT_IDP_B_*); a partial one is refused, secrets never echoed', () => {
-    expect(loadConfig({})).toMatchObject({ identityProviders: [], loginTtlSeconds: 600 });
+    expect(loadConfig({})).toMatchObject({ identityProviders: [], loginTtlSeconds: 600, idpTimeoutSeconds: 10 });
+    expect(loadConfig({ LAKEPORT_IDP_TIMEOUT_SECONDS: '3' }).idpTimeoutSeconds).toBe(3);
     const c = loadConfig({
       LAKEPORT_IDP_A_ISSUER: 'https://accounts.google.com',
       LAKEPORT_IDP_A_CLIENT_ID: 'client-a',

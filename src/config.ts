@@ -144,6 +144,7 @@ const EnvSchema = z.object({
   ...idpEnv('A'),
   ...idpEnv('B'),
   LAKEPORT_LOGIN_TTL_SECONDS: z.coerce.number().int().min(30).max(3600).default(600),
+  LAKEPORT_IDP_TIMEOUT_SECONDS: z.coerce.number().int().min(1).max(120).default(10),
   LAKEPORT_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   LAKEPORT_TRUST_PROXY: optionalString.superRefine((v, ctx) => {
     if (v === undefined || /^(true|false)$/i.test(v)) return;
@@ -221,6 +222,8 @@ export interface Config {
   /** Interactive sign-in: the configured OpenID Connect providers (0–2), and how long a started login may take (`LAKEPORT_LOGIN_TTL_SECONDS`, default 600). */
   readonly identityProviders: readonly IdentityProviderConfig[];
   readonly loginTtlSeconds: number;
+  /** A provider's discovery or token request taking longer is answered 504 (`LAKEPORT_IDP_TIMEOUT_SECONDS`, default 10). */
+  readonly idpTimeoutSeconds: number;
 }
 
 export class ConfigError extends Error {}
@@ -302,5 +305,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     plans: { quotas: Object.freeze(quotas), defaultPlan: e.LAKEPORT_DEFAULT_PLAN },
     identityProviders: Object.freeze(identityProviders(e).map((p) => Object.freeze(p))),
     loginTtlSeconds: e.LAKEPORT_LOGIN_TTL_SECONDS,
+    idpTimeoutSeconds: e.LAKEPORT_IDP_TIMEOUT_SECONDS,
   });
 }

@@ -31,6 +31,8 @@ export interface AuthServiceOptions {
   /** Interactive sign-in: the configured OpenID Connect providers (none: /auth/login answers 404), and how long a login may take. */
   identityProviders?: readonly IdentityProviderConfig[];
   loginTtlSeconds?: number;
+  /** A provider request taking longer is answered 504 (default 10 s). */
+  idpTimeoutSeconds?: number;
   /** Judges interactive sign-ins and refreshes; default: everything allowed. `useSignInPolicy` replaces it later. */
   signInPolicy?: SignInPolicy;
 }
@@ -55,7 +57,10 @@ export async function createAuthService(options: AuthServiceOptions) {
     refreshTokenTtlDays: options.refreshTokenTtlDays,
     signInPolicy: () => signInPolicy,
   });
-  const signIn = new InteractiveSignIn(options.db, options.identityProviders ?? [], options.publicUrl, () => signInPolicy, options.loginTtlSeconds ?? 600);
+  const signIn = new InteractiveSignIn(options.db, options.identityProviders ?? [], options.publicUrl, () => signInPolicy, {
+    loginTtlSeconds: options.loginTtlSeconds ?? 600,
+    timeoutSeconds: options.idpTimeoutSeconds ?? 10,
+  });
   const interactive = interactiveRoutes({ signIn, tokens, verifier, repo, publicUrl: options.publicUrl, refreshTokenTtlDays: options.refreshTokenTtlDays });
   const credentials = new CredentialService(repo);
   /**

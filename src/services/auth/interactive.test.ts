@@ -449,3 +449,32 @@ describe('interactive sign-in cookies behind https', () => {
     }
   });
 });
+
+describe('a provider that does not answer', () => {
+  it('is answered 504 IDP_TIMEOUT after the configured time, and tried again at the next sign-in', async () => {
+    const sockets = new Set<import('node:net').Socket>();
+    const hanging = http.createServer(() => {});
+    hanging.on('connection', (socket) => sockets.add(socket));
+    await new Promise<void>((resolve) => hanging.listen(0, '127.0.0.1', resolve));
+    const issuer = `http://127.0.0.1:${(hanging.address() as AddressInfo).port}`;
+    const t = await createTestApp(
+      { idpTimeoutSeconds: 1, identityProviders: [{ id: 'idp_a', issuer, clientId: CLIENT_ID, clientSecret: CLIENT_SECRET, name: 'Slow' }] },
+      { workers: false },
+    );
+    try {
+      for (let attempt = 0; attempt < 2; attempt++) {
+        const started = Date.now();
+        const res = await t.app.inject({ method: 'GET', url: '/auth/login?provider=idp_a' });
+        expect(res.statusCode).toBe(504);
+        expect(res.json()).toMatchObject({ code: 'IDP_TIMEOUT' });
+        expect(Date.now() - started).toBeLessThan(5_000);
+      }
+      // The failed discovery was not cached: the second sign-in asked the provider again.
+      expect(sockets.size).toBeGreaterThanOrEqual(2);
+    } finally {
+      await t.close();
+      for (const socket of sockets) socket.destroy();
+      await new Promise<void>((resolve) => hanging.close(() => resolve()));
+    }
+  }, 20_000);
+});

@@ -11,8 +11,6 @@ import { authError } from './errors.ts';
 
 export type ProviderId = 'idp_a' | 'idp_b';
 
-/** Discovery and token requests to a provider give up after this long (504). */
-const PROVIDER_TIMEOUT_SECONDS = 10;
 const DEFAULT_RETURN_TO = '/';
 
 /**
@@ -100,7 +98,7 @@ export class InteractiveSignIn {
     private readonly providers: readonly IdentityProviderConfig[],
     private readonly publicUrl: PublicUrl,
     private readonly policy: () => SignInPolicy,
-    private readonly loginTtlSeconds: number,
+    private readonly settings: { loginTtlSeconds: number; timeoutSeconds: number },
   ) {}
 
   /** The configured providers, for a sign-in page: id and display name (never secrets). */
@@ -127,7 +125,7 @@ export class InteractiveSignIn {
       const issuer = new URL(provider.issuer);
       pending = oidc
         .discovery(issuer, provider.clientId, { client_secret: provider.clientSecret }, oidc.ClientSecretPost(provider.clientSecret), {
-          timeout: PROVIDER_TIMEOUT_SECONDS,
+          timeout: this.settings.timeoutSeconds,
           // config.ts admits http:// issuers only on loopback hosts.
           execute: issuer.protocol === 'http:' ? [oidc.allowInsecureRequests] : [],
         })
@@ -142,7 +140,7 @@ export class InteractiveSignIn {
 
   private providerFailure(provider: IdentityProviderConfig, step: string, error: unknown): AppError {
     if (error instanceof AppError) return error;
-    if (isTimeout(error)) return authError('IDP_TIMEOUT', `Identity provider '${provider.id}' (${provider.issuer}) did not answer ${step} within ${PROVIDER_TIMEOUT_SECONDS} s`);
+    if (isTimeout(error)) return authError('IDP_TIMEOUT', `Identity provider '${provider.id}' (${provider.issuer}) did not answer ${step} within ${this.settings.timeoutSeconds} s`);
     const message = error instanceof Error ? error.message : String(error);
     return authError('IDP_UNREACHABLE', `Identity provider '${provider.id}' (${provider.issuer}) failed at ${step}: ${message}`);
   }
@@ -164,7 +162,7 @@ export class InteractiveSignIn {
         nonce,
         code_verifier: codeVerifier,
         return_to: safeReturnTo(returnTo),
-        expires_at: new Date(now + this.loginTtlSeconds * 1000),
+        expires_at: new Date(now + this.settings.loginTtlSeconds * 1000),
       })
       .execute();
     return oidc.buildAuthorizationUrl(config, {
