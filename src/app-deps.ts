@@ -32,6 +32,9 @@ export async function createAppDeps(config: Config, provided: ProvidedDeps, log:
     scratchDir: path.join(tmp, 'scratch'),
     payments: provided.payments ?? createPaymentProcessor(config.payments),
     plans: config.plans,
+    identityProviders: config.identityProviders,
+    loginTtlSeconds: config.loginTtlSeconds,
+    idpTimeoutSeconds: config.idpTimeoutSeconds,
     analyzer: provided.analyzer ?? (await SqlAnalyzer.create()),
     dns: { servers: config.dnsServers, timeoutMs: config.dnsTimeoutMs, tries: config.dnsTries },
     jobs: {

@@ -4,6 +4,8 @@ import formbody from '@fastify/formbody';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import { serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import { Authorizer } from './core/authz/index.ts';
+import type { SignInPolicy } from './core/authz/sign-in-policy.ts';
+import type { IdentityProviderConfig } from './config.ts';
 import { Catalog } from './core/catalog/index.ts';
 import type { Sealer } from './core/crypto/index.ts';
 import type { Db } from './core/db/index.ts';
@@ -40,6 +42,12 @@ export interface AppDeps {
   onPaymentEvent?: PaymentEventHook;
   /** Service-account quota per plan, and the plan of accounts not given one. */
   plans: PlanSettings;
+  /** Interactive sign-in: the configured OpenID Connect providers and how long a started login may take. */
+  identityProviders?: readonly IdentityProviderConfig[];
+  loginTtlSeconds?: number;
+  idpTimeoutSeconds?: number;
+  /** The sign-in policy (tests); default: the accounts module's, else everything allowed. */
+  signInPolicy?: SignInPolicy;
   jobs: {
     timeoutMs: number;
     workers: number;
@@ -174,7 +182,11 @@ async function createServices(deps: AppDeps, log: FastifyBaseLogger) {
     accessTokenTtlSeconds: deps.accessTokenTtlSeconds,
     refreshTokenTtlDays: deps.refreshTokenTtlDays,
     billingAccountOf: (identity) => accounts.accounts.billingAccountOf(identity),
-    signInPolicy: accounts.signInPolicy,
+    identityProviders: deps.identityProviders,
+    loginTtlSeconds: deps.loginTtlSeconds,
+    idpTimeoutSeconds: deps.idpTimeoutSeconds,
+    // (a test may judge sign-ins itself; otherwise the accounts module's IdP policy does)
+    signInPolicy: deps.signInPolicy ?? accounts.signInPolicy,
   });
   const policy = createPolicyService({
     store: policyStore,
@@ -189,6 +201,7 @@ async function createServices(deps: AppDeps, log: FastifyBaseLogger) {
   });
   const accountService = createAccountsService({
     ...accounts,
+    endInteractiveSessions: (identity) => auth.interactiveSessions.end(identity),
     serviceAccountCredentials: auth.delegated,
     plans: deps.plans,
     verifier: auth.verifier,

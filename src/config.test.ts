@@ -53,6 +53,36 @@ describe('loadConfig', () => {
     }
   });
 
+  it('reads up to two identity providers (LAKEPORT_IDP_A_*, LAKEPORT_IDP_B_*); a partial one is refused, secrets never echoed', () => {
+    expect(loadConfig({})).toMatchObject({ identityProviders: [], loginTtlSeconds: 600, idpTimeoutSeconds: 10 });
+    expect(loadConfig({ LAKEPORT_IDP_TIMEOUT_SECONDS: '3' }).idpTimeoutSeconds).toBe(3);
+    const c = loadConfig({
+      LAKEPORT_IDP_A_ISSUER: 'https://accounts.google.com',
+      LAKEPORT_IDP_A_CLIENT_ID: 'client-a',
+      LAKEPORT_IDP_A_CLIENT_SECRET: 'secret-a-value99',
+      LAKEPORT_IDP_A_NAME: 'Google Workspace',
+      LAKEPORT_IDP_B_ISSUER: 'http://127.0.0.1:9999',
+      LAKEPORT_IDP_B_CLIENT_ID: 'client-b',
+      LAKEPORT_IDP_B_CLIENT_SECRET: 'secret-b',
+      LAKEPORT_LOGIN_TTL_SECONDS: '120',
+    });
+    expect(c.identityProviders).toEqual([
+      { id: 'idp_a', issuer: 'https://accounts.google.com', clientId: 'client-a', clientSecret: 'secret-a-value99', name: 'Google Workspace' },
+      { id: 'idp_b', issuer: 'http://127.0.0.1:9999', clientId: 'client-b', clientSecret: 'secret-b', name: '127.0.0.1' },
+    ]);
+    expect(c.loginTtlSeconds).toBe(120);
+    expect(() => loadConfig({ LAKEPORT_IDP_A_ISSUER: 'https://idp.example', LAKEPORT_IDP_A_CLIENT_ID: 'x' })).toThrow(/LAKEPORT_IDP_A_CLIENT_SECRET: required/);
+    expect(() => loadConfig({ LAKEPORT_IDP_B_CLIENT_ID: 'x' })).toThrow(/LAKEPORT_IDP_B_ISSUER: required/);
+    // http:// only on loopback.
+    expect(() => loadConfig({ LAKEPORT_IDP_A_ISSUER: 'http://idp.example', LAKEPORT_IDP_A_CLIENT_ID: 'x', LAKEPORT_IDP_A_CLIENT_SECRET: 'y' })).toThrow(/https/);
+    try {
+      loadConfig({ LAKEPORT_IDP_A_ISSUER: 'not a url', LAKEPORT_IDP_A_CLIENT_ID: 'x', LAKEPORT_IDP_A_CLIENT_SECRET: 'secretvalue99' });
+      expect.unreachable();
+    } catch (error) {
+      expect((error as Error).message).not.toContain('secretvalue99');
+    }
+  });
+
   it('reads the plans and their service-account quotas (LAKEPORT_PLANS, LAKEPORT_DEFAULT_PLAN)', () => {
     expect(loadConfig({}).plans).toEqual({ quotas: { free: 2, team: 25, enterprise: 500 }, defaultPlan: 'free' });
     expect(loadConfig({ LAKEPORT_PLANS: 'starter=1, pro=50', LAKEPORT_DEFAULT_PLAN: 'starter' }).plans).toEqual({ quotas: { starter: 1, pro: 50 }, defaultPlan: 'starter' });

@@ -25,6 +25,60 @@ function parsePlans(value: string): Record<string, number> | undefined {
   return Object.keys(plans).length > 0 ? plans : undefined;
 }
 
+/** An issuer URL: https, or http only on a loopback host (a provider running beside Lakeport, tests). */
+const issuerUrl = z.url().refine((v) => {
+  const url = new URL(v);
+  return url.protocol === 'https:' || (url.protocol === 'http:' && isLoopbackHost(url.hostname));
+}, 'must be an https:// URL (http:// only on a loopback host)');
+
+function isLoopbackHost(hostname: string): boolean {
+  return hostname === 'localhost' || hostname === '[::1]' || /^127\.\d+\.\d+\.\d+$/.test(hostname);
+}
+
+/** The four settings of provider `idp_a` or `idp_b` (docs/auth.md, "Interactive sign-in"). */
+function idpEnv<L extends 'A' | 'B'>(letter: L) {
+  return {
+    [`LAKEPORT_IDP_${letter}_ISSUER`]: optionalString.pipe(issuerUrl.optional()),
+    [`LAKEPORT_IDP_${letter}_CLIENT_ID`]: optionalString,
+    [`LAKEPORT_IDP_${letter}_CLIENT_SECRET`]: optionalString,
+    [`LAKEPORT_IDP_${letter}_NAME`]: optionalString,
+  } as Record<`LAKEPORT_IDP_${L}_${'ISSUER' | 'CLIENT_ID' | 'CLIENT_SECRET' | 'NAME'}`, typeof optionalString>;
+}
+
+/** An external OpenID Connect provider people sign in with (`LAKEPORT_IDP_A_*`, `LAKEPORT_IDP_B_*`). */
+export interface IdentityProviderConfig {
+  readonly id: 'idp_a' | 'idp_b';
+  readonly issuer: string;
+  readonly clientId: string;
+  /** Never logged nor answered. */
+  readonly clientSecret: string;
+  readonly name: string;
+}
+
+function identityProviders(e: Record<string, unknown>): IdentityProviderConfig[] {
+  const providers: IdentityProviderConfig[] = [];
+  for (const letter of ['A', 'B'] as const) {
+    const at = (key: string) => e[`LAKEPORT_IDP_${letter}_${key}`] as string | undefined;
+    const issuer = at('ISSUER');
+    const set = ['CLIENT_ID', 'CLIENT_SECRET', 'NAME'].filter((k) => at(k) !== undefined);
+    if (issuer === undefined) {
+      if (set.length > 0) throw new ConfigError(`invalid configuration: LAKEPORT_IDP_${letter}_ISSUER: required when LAKEPORT_IDP_${letter}_${set[0]} is set`);
+      continue;
+    }
+    for (const key of ['CLIENT_ID', 'CLIENT_SECRET']) {
+      if (at(key) === undefined) throw new ConfigError(`invalid configuration: LAKEPORT_IDP_${letter}_${key}: required when LAKEPORT_IDP_${letter}_ISSUER is set`);
+    }
+    providers.push({
+      id: letter === 'A' ? 'idp_a' : 'idp_b',
+      issuer,
+      clientId: at('CLIENT_ID')!,
+      clientSecret: at('CLIENT_SECRET')!,
+      name: at('NAME') ?? new URL(issuer).hostname,
+    });
+  }
+  return providers;
+}
+
 const EnvSchema = z.object({
   HOST: z.string().default('127.0.0.1'),
   PORT: port.default(8080),
@@ -87,6 +141,10 @@ const EnvSchema = z.object({
       if (parsePlans(v) === undefined) ctx.addIssue({ code: 'custom', message: 'must be comma-separated NAME=QUOTA pairs such as free=2,team=25 (names a-z 0-9 _ -, quotas 0-1000000)' });
     }),
   LAKEPORT_DEFAULT_PLAN: z.string().default('free'),
+  ...idpEnv('A'),
+  ...idpEnv('B'),
+  LAKEPORT_LOGIN_TTL_SECONDS: z.coerce.number().int().min(30).max(3600).default(600),
+  LAKEPORT_IDP_TIMEOUT_SECONDS: z.coerce.number().int().min(1).max(120).default(10),
   LAKEPORT_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   LAKEPORT_TRUST_PROXY: optionalString.superRefine((v, ctx) => {
     if (v === undefined || /^(true|false)$/i.test(v)) return;
@@ -161,6 +219,11 @@ export interface Config {
   };
   /** Service-account quota per plan (`LAKEPORT_PLANS`) and the plan of accounts not given one (`LAKEPORT_DEFAULT_PLAN`). */
   readonly plans: { readonly quotas: Readonly<Record<string, number>>; readonly defaultPlan: string };
+  /** Interactive sign-in: the configured OpenID Connect providers (0–2), and how long a started login may take (`LAKEPORT_LOGIN_TTL_SECONDS`, default 600). */
+  readonly identityProviders: readonly IdentityProviderConfig[];
+  readonly loginTtlSeconds: number;
+  /** A provider's discovery or token request taking longer is answered 504 (`LAKEPORT_IDP_TIMEOUT_SECONDS`, default 10). */
+  readonly idpTimeoutSeconds: number;
 }
 
 export class ConfigError extends Error {}
@@ -240,5 +303,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       },
     },
     plans: { quotas: Object.freeze(quotas), defaultPlan: e.LAKEPORT_DEFAULT_PLAN },
+    identityProviders: Object.freeze(identityProviders(e).map((p) => Object.freeze(p))),
+    loginTtlSeconds: e.LAKEPORT_LOGIN_TTL_SECONDS,
+    idpTimeoutSeconds: e.LAKEPORT_IDP_TIMEOUT_SECONDS,
   });
 }

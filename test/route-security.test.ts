@@ -52,12 +52,21 @@ import { createWorkspace, signIn, type TestUser } from './clients.ts';
  *   core/http/openapi.ts `serviceDocs` with no hook (DESIGN.md: "GET <prefix>/openapi.json per service").
  * - GET /odata/.well-known/llms.txt: directives for automated agents, registered outside the
  *   authenticated OData context and documented "no authentication" (docs/odata.md).
+ * - GET /auth/providers, GET /auth/login, GET /auth/callback: interactive sign-in
+ *   (src/services/auth/interactive-routes.ts) — the person has no token yet; the callback is
+ *   authenticated by its single-use state and the provider's code and ID token.
+ * - POST /auth/logout: ends the session named by the refresh cookie or a bearer token, if any;
+ *   without either it only clears cookies (204).
  * OData's service document and $metadata are NOT public: they sit behind requireODataAuth.
  * HEAD variants Fastify adds for these GETs are public as well.
  */
 const PUBLIC_ROUTES = new Set<string>([
   'GET /healthz',
   'POST /auth/token',
+  'GET /auth/providers',
+  'GET /auth/login',
+  'GET /auth/callback',
+  'POST /auth/logout',
   'GET /auth/jwks',
   'GET /auth/.well-known/openid-configuration',
   'GET /auth/.well-known/oauth-authorization-server',
@@ -73,6 +82,8 @@ const PUBLIC_ROUTES = new Set<string>([
   'GET /odata/openapi.json',
   'GET /odata/.well-known/llms.txt',
 ]);
+/** Public GETs that need query parameters answer this without them (not 200). */
+const PUBLIC_STATUS: Record<string, number> = { 'GET /auth/login': 422, 'GET /auth/callback': 400 };
 const isPublic = (method: string, url: string) => PUBLIC_ROUTES.has(`${method === 'HEAD' ? 'GET' : method} ${url}`);
 
 /** The scope each service prefix needs (docs/auth.md "Scopes"); /auth's own endpoints need none. */
@@ -254,7 +265,7 @@ describe('route table security', () => {
   it('the public routes answer without credentials', async () => {
     for (const r of routes.filter((x) => isPublic(x.method, x.url) && x.method === 'GET')) {
       const res = await call(r.method, r.url);
-      expect(res.statusCode, `${r.method} ${r.url}: ${res.body}`).toBe(200);
+      expect(res.statusCode, `${r.method} ${r.url}: ${res.body}`).toBe(PUBLIC_STATUS[`GET ${r.url}`] ?? 200);
     }
   });
 

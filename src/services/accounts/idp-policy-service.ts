@@ -59,6 +59,8 @@ export interface IdpPolicyServiceDeps {
   accounts: AccountService;
   /** DomainService.isDomainVerifiedBy. */
   isDomainVerifiedBy(accountId: string, domain: string): Promise<boolean>;
+  /** Ends an identity's interactive sessions (the auth module's); their access tokens stop at the verifier's recheck. */
+  endInteractiveSessions?(identity: string): Promise<unknown>;
   now?: () => Date;
 }
 
@@ -90,7 +92,21 @@ export class IdpPolicyService {
         );
       }
     }
-    return view(accountId, await this.repo.write(accountId, document, principal.identity));
+    return this.written(principal, accountId, document);
+  }
+
+  /**
+   * Writes the policy (a new version), then ends the members' interactive sessions: sessions begun
+   * under the old version would be refused at their next refresh anyway, and their access tokens
+   * stop at the verifier's recheck instead of living on until they expire.
+   */
+  private async written(principal: Principal, accountId: string, document: IdpPolicyDocument | null): Promise<IdpPolicyView> {
+    const row = await this.repo.write(accountId, document, principal.identity);
+    if (this.deps.endInteractiveSessions) {
+      const members = await this.deps.accounts.listMembers(principal.identity, accountId);
+      for (const member of members.filter((m) => m.state === 'active')) await this.deps.endInteractiveSessions(member.identity);
+    }
+    return view(accountId, row);
   }
 
   /** Removes the requirements (the defaults apply again) and increments the version; needs a fresh interactive session. */
@@ -109,7 +125,7 @@ export class IdpPolicyService {
         `Deleting the IdP policy needs a sign-in from the last ${FRESH_SIGN_IN_MINUTES} minutes; yours was at ${principal.authTime.toISOString()}. Sign in again at /auth/login (with prompt=login) and retry`,
       );
     }
-    return view(accountId, await this.repo.write(accountId, null, principal.identity));
+    return this.written(principal, accountId, null);
   }
 
   /** Judges the candidate against each active member's last admitted sign-in; writes nothing. */

@@ -65,6 +65,8 @@ export function openAccountRecords(db: Db) {
 export type AccountRecords = ReturnType<typeof openAccountRecords>;
 
 export interface AccountsOptions extends AccountRecords {
+  /** The auth module's: ends an identity's interactive sessions (after an IdP policy write). */
+  endInteractiveSessions?: (identity: string) => Promise<unknown>;
   /** The authentication service's credentials, for service accounts (auth's `delegated`). */
   serviceAccountCredentials: ServiceAccountCredentials;
   plans: PlanSettings;
@@ -151,7 +153,12 @@ export function createAccountsService(options: AccountsOptions) {
       await options.onPaymentEvent?.(event);
     },
   });
-  const idpPolicies = new IdpPolicyService({ db: options.db, accounts, isDomainVerifiedBy: (accountId, domain) => domains.isDomainVerifiedBy(accountId, domain) });
+  const idpPolicies = new IdpPolicyService({
+    db: options.db,
+    accounts,
+    isDomainVerifiedBy: (accountId, domain) => domains.isDomainVerifiedBy(accountId, domain),
+    endInteractiveSessions: options.endInteractiveSessions,
+  });
   const serviceAccounts = new ServiceAccountService(options.db, accounts, options.serviceAccountCredentials, options.plans);
   const common = accountRoutes({ accounts, verifier: options.verifier });
   const paymentApi = paymentRoutes({ payments, verifier: options.verifier });

@@ -56,7 +56,7 @@ export class CredentialService {
   constructor(
     private readonly repo: AuthRepo,
     /** Its machine_credentials rules apply to an identity minting its own credential with its token. */
-    private readonly signInPolicy: SignInPolicy = ALLOW_ALL_SIGN_INS,
+    private readonly signInPolicy: Pick<SignInPolicy, 'checkCredentialMint'> = ALLOW_ALL_SIGN_INS,
   ) {}
 
   /** A bearer token may manage only its own identity's credentials. */

@@ -10,6 +10,13 @@ export const AUTH_ERRORS = {
   // credentials
   SCOPE_NOT_HELD: 403,
   CREDENTIAL_NOT_FOUND: 404,
+  // interactive sign-in
+  SIGN_IN_FAILED: 400,
+  SIGN_IN_REQUIRED: 400,
+  SIGN_IN_REFUSED: 403,
+  IDP_NOT_CONFIGURED: 404,
+  IDP_UNREACHABLE: 502,
+  IDP_TIMEOUT: 504,
 } as const;
 
 declare module '../../core/errors/app-error.ts' {

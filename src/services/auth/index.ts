@@ -4,12 +4,15 @@ import type { Db } from '../../core/db/index.ts';
 import { serviceModule, type AdminToken, type PublicUrl } from '../../core/http/index.ts';
 import { CredentialService, type CreateCredentialInput } from './credentials.ts';
 import type { Principal } from '../../core/authz/index.ts';
-import type { SignInPolicy } from '../../core/authz/sign-in-policy.ts';
 import { SigningKeyStore } from './keys.ts';
 import { AuthRepo } from './repo.ts';
 import { AUTH_PREFIX, authRoutes, discoveryDocument } from './routes.ts';
 import { adminTokenThrottle, FailedAttemptThrottle } from './throttle.ts';
 import { AccessTokenVerifier, TokenService } from './tokens.ts';
+import type { IdentityProviderConfig } from '../../config.ts';
+import { ALLOW_ALL_SIGN_INS, type SignInPolicy } from '../../core/authz/sign-in-policy.ts';
+import { InteractiveSignIn } from './interactive.ts';
+import { interactiveRoutes } from './interactive-routes.ts';
 
 export { AUTH_PREFIX, discoveryDocument } from './routes.ts';
 export { AccessTokenVerifier, ACCESS_TOKEN_AUDIENCE } from './tokens.ts';
@@ -25,7 +28,12 @@ export interface AuthServiceOptions {
   accessTokenTtlSeconds: number;
   refreshTokenTtlDays: number;
   billingAccountOf?: (identity: string) => Promise<string | null>;
-  /** The account sign-in policy (the accounts module's); default: everything allowed. */
+  /** Interactive sign-in: the configured OpenID Connect providers (none: /auth/login answers 404), and how long a login may take. */
+  identityProviders?: readonly IdentityProviderConfig[];
+  loginTtlSeconds?: number;
+  /** A provider request taking longer is answered 504 (default 10 s). */
+  idpTimeoutSeconds?: number;
+  /** Judges interactive sign-ins and refreshes; default: everything allowed. `useSignInPolicy` replaces it later. */
   signInPolicy?: SignInPolicy;
 }
 
@@ -41,12 +49,20 @@ export async function createAuthService(options: AuthServiceOptions) {
   const issuer = () => options.publicUrl.service(AUTH_PREFIX);
   const verifier = new AccessTokenVerifier(keys, repo, issuer);
   const throttle = new FailedAttemptThrottle(options.db);
+  // The accounts module, built after this one, plugs its policy in through useSignInPolicy.
+  let signInPolicy = options.signInPolicy ?? ALLOW_ALL_SIGN_INS;
   const tokens = new TokenService(repo, keys, throttle, {
     issuer,
     accessTokenTtlSeconds: options.accessTokenTtlSeconds,
     refreshTokenTtlDays: options.refreshTokenTtlDays,
+    signInPolicy: () => signInPolicy,
   });
-  const credentials = new CredentialService(repo, options.signInPolicy);
+  const signIn = new InteractiveSignIn(options.db, options.identityProviders ?? [], options.publicUrl, () => signInPolicy, {
+    loginTtlSeconds: options.loginTtlSeconds ?? 600,
+    timeoutSeconds: options.idpTimeoutSeconds ?? 10,
+  });
+  const interactive = interactiveRoutes({ signIn, tokens, verifier, repo, publicUrl: options.publicUrl, refreshTokenTtlDays: options.refreshTokenTtlDays });
+  const credentials = new CredentialService(repo, { checkCredentialMint: (identity, days) => signInPolicy.checkCredentialMint(identity, days) });
   /**
    * Credentials of identities another service has authorized `principal` to manage (the account
    * service: a billing_admin and its account's service accounts). Revocations also drop the
@@ -96,7 +112,30 @@ export async function createAuthService(options: AuthServiceOptions) {
     delegated,
     rootWellKnown,
     adminTokenGuard,
-    apis: [{ prefix: AUTH_PREFIX, title: 'authentication service', description: 'OAuth 2.0 tokens, JWKS and client credentials.', routes: [routes] }],
+    signIn,
+    /**
+     * For the accounts module: ends every interactive session of an identity (an IdP-policy write
+     * that invalidates them); their access tokens are refused here at once, elsewhere within the
+     * verifier's recheck (~5 s).
+     */
+    interactiveSessions: {
+      end: async (identity: string): Promise<number> => {
+        const ids = await repo.revokeInteractiveSessions(identity);
+        for (const id of ids) verifier.forgetCredential(id);
+        return ids.length;
+      },
+    },
+    useSignInPolicy: (policy: SignInPolicy) => {
+      signInPolicy = policy;
+    },
+    apis: [
+      {
+        prefix: AUTH_PREFIX,
+        title: 'authentication service',
+        description: 'OAuth 2.0 tokens, JWKS, client credentials and interactive sign-in.',
+        routes: [routes, interactive],
+      },
+    ],
   });
 }
 

@@ -111,6 +111,7 @@ export class AuthRepo {
     return this.db.kysely
       .selectFrom('refresh_tokens as r')
       .innerJoin('credentials as c', 'c.credential_id', 'r.credential_id')
+      .leftJoin('interactive_sessions as s', 's.credential_id', 'r.credential_id')
       .select([
         'r.token_hash',
         'r.credential_id',
@@ -122,6 +123,7 @@ export class AuthRepo {
         'c.revoked_at as credential_revoked_at',
         'c.expires_at as credential_expires_at',
         'c.permissions',
+        's.credential_id as session_id',
       ])
       .where('r.token_hash', '=', hash)
       .executeTakeFirst();
@@ -162,5 +164,23 @@ export class AuthRepo {
       .executeTakeFirst();
     if (!row || row.revoked_at !== null || row.token_revoked) return false;
     return row.expires_at === null || row.expires_at.getTime() > Date.now();
+  }
+
+  /** How the person behind an `interactive` credential signed in. */
+  findInteractiveSession(credentialId: string) {
+    return this.db.kysely.selectFrom('interactive_sessions').selectAll().where('credential_id', '=', credentialId).executeTakeFirst();
+  }
+
+  /** Revokes every live interactive session of `identity` (their credentials and refresh tokens); returns the credential ids. */
+  async revokeInteractiveSessions(identity: string): Promise<string[]> {
+    const rows = await this.db.kysely
+      .selectFrom('credentials as c')
+      .innerJoin('interactive_sessions as s', 's.credential_id', 'c.credential_id')
+      .select('c.credential_id')
+      .where('c.client_id', '=', identity)
+      .where('c.revoked_at', 'is', null)
+      .execute();
+    for (const row of rows) await this.revokeCredential(identity, row.credential_id);
+    return rows.map((r) => r.credential_id);
   }
 }

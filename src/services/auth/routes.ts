@@ -13,6 +13,7 @@ import {
 import type { CredentialCaller, CredentialService } from './credentials.ts';
 import type { SigningKeyStore } from './keys.ts';
 import { SIGNING_ALG } from './keys.ts';
+import { REFRESH_TOKEN_COOKIE } from './interactive-routes.ts';
 import { oauthError } from './oauth-error.ts';
 import * as S from './schemas.ts';
 import type { AccessTokenVerifier, TokenService } from './tokens.ts';
@@ -183,12 +184,14 @@ export const authRoutes =
           if (client.clientSecret === undefined) throw oauthError('invalid_client', 'client_secret is required');
           response = await tokens.clientCredentials(client.clientId, client.clientSecret, form.scope, request.ip);
         } else if (form.grant_type === 'refresh_token') {
-          if (!form.refresh_token) throw oauthError('invalid_request', 'refresh_token is required for the refresh_token grant');
+          // A browser's interactive session sends its refresh token as the HttpOnly, SameSite=Strict cookie.
+          const refreshToken = form.refresh_token ?? request.cookies[REFRESH_TOKEN_COOKIE];
+          if (!refreshToken) throw oauthError('invalid_request', 'refresh_token is required for the refresh_token grant');
           let authenticated: string | undefined;
           if (client.clientId !== undefined && client.clientSecret !== undefined) {
             authenticated = (await tokens.authenticateClient(client.clientId, client.clientSecret, request.ip)).client_id;
           }
-          response = await tokens.refresh(form.refresh_token, authenticated, form.scope);
+          response = await tokens.refresh(refreshToken, authenticated, form.scope);
         } else {
           throw oauthError('unsupported_grant_type', `grant_type '${form.grant_type}' is not supported; use client_credentials or refresh_token`);
         }
@@ -266,6 +269,9 @@ export const authRoutes =
           token_id: p.tokenId,
           expires_at: p.expiresAt.toISOString(),
           expires_in: Math.max(0, Math.floor((p.expiresAt.getTime() - Date.now()) / 1000)),
+          ...(p.provider !== undefined ? { idp: p.provider } : {}),
+          ...(p.amr !== undefined ? { amr: p.amr } : {}),
+          ...(p.authTime !== undefined ? { auth_time: p.authTime.toISOString() } : {}),
         };
       },
     );

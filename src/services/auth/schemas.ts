@@ -91,6 +91,10 @@ export const MeResponse = z.object({
   token_id: z.string(),
   expires_at: z.string(),
   expires_in: z.number(),
+  /** Interactive sessions only: the provider used, its `amr` and `auth_time` (from the provider's ID token). */
+  idp: z.string().optional(),
+  amr: z.array(z.string()).optional(),
+  auth_time: z.string().optional(),
 });
 
 export const RevokeResponse = z.object({ revoked: z.literal(true) });

@@ -1,9 +1,12 @@
 import { decodeProtectedHeader, errors as joseErrors, jwtVerify, SignJWT } from 'jose';
-import type { Principal } from '../../core/authz/index.ts';
+import { DEFAULT_SCOPES, type Principal } from '../../core/authz/index.ts';
+import type { SignInPolicy } from '../../core/authz/sign-in-policy.ts';
 import { newId, safeEqual, sha256Hex } from '../../core/crypto/index.ts';
 import type { PermissionPair } from '../../core/db/index.ts';
 import { InvalidTokenError, type TokenVerifier } from '../../core/http/index.ts';
 import { SIGNING_ALG, type SigningKeyStore } from './keys.ts';
+import { authError } from './errors.ts';
+import { factsOfSession, type SignedIn } from './interactive.ts';
 import { oauthError } from './oauth-error.ts';
 import type { AuthRepo, CredentialRow } from './repo.ts';
 import { CREDENTIAL_SECRET_PREFIX, generateSecret, isWellFormedSecret, REFRESH_TOKEN_PREFIX } from './secrets.ts';
@@ -16,6 +19,8 @@ export interface TokenSettings {
   issuer: () => string;
   accessTokenTtlSeconds: number;
   refreshTokenTtlDays: number;
+  /** The sign-in policy that judges refreshes of interactive sessions. */
+  signInPolicy: () => SignInPolicy;
 }
 
 export interface TokenResponse {
@@ -32,6 +37,10 @@ interface AccessTokenClaims {
   cid: string;
   scope: string;
   permissions: PermissionPair[];
+  /** Interactive sessions: when (epoch seconds) and how the person signed in, and at which provider. */
+  auth_time?: number;
+  amr?: string[];
+  idp?: string;
 }
 
 /** A refresh token works while neither it nor its credential is revoked or expired. */
@@ -139,6 +148,44 @@ export class TokenService {
     };
   }
 
+  /** Tokens of a new interactive session (the callback): an access token carrying auth_time/amr/idp, and a refresh token. */
+  async issueInteractive(signedIn: SignedIn, credentialId: string, expiresAt: Date): Promise<TokenResponse> {
+    const { facts } = signedIn;
+    const access = await this.signAccessToken({
+      sub: facts.identity,
+      client_id: facts.identity,
+      cid: credentialId,
+      scope: DEFAULT_SCOPES.join(' '),
+      permissions: [],
+      auth_time: Math.floor(facts.authTime.getTime() / 1000),
+      amr: facts.amr,
+      idp: facts.provider,
+    });
+    const refreshToken = generateSecret(REFRESH_TOKEN_PREFIX);
+    await this.repo.insertRefreshToken({ token_hash: sha256Hex(refreshToken), credential_id: credentialId, client_id: facts.identity, scopes: DEFAULT_SCOPES, expires_at: expiresAt });
+    return { access_token: access.token, token_type: 'Bearer', expires_in: this.settings.accessTokenTtlSeconds, refresh_token: refreshToken, scope: DEFAULT_SCOPES.join(' ') };
+  }
+
+  /**
+   * An interactive session's refresh is judged by the sign-in policy: refused, the session ends
+   * (its credential is revoked, so its access tokens stop within the verifier's recheck) and the
+   * person is sent back to interactive sign-in.
+   */
+  private async judgeInteractiveRefresh(clientId: string, credentialId: string): Promise<Pick<AccessTokenClaims, 'auth_time' | 'amr' | 'idp'>> {
+    const session = await this.repo.findInteractiveSession(credentialId);
+    if (!session) throw oauthError('invalid_grant', 'The interactive session is unknown: sign in interactively again at /auth/login');
+    const verdict = await this.settings.signInPolicy().judgeRefresh(factsOfSession(clientId, session), { startedAt: session.started_at, policyVersion: session.policy_version });
+    if (!verdict.allowed) {
+      await this.repo.revokeCredential(clientId, credentialId);
+      const description = `Sign in interactively again at /auth/login: this session may no longer be refreshed (${verdict.code}: ${verdict.reason})`;
+      throw authError('SIGN_IN_REQUIRED', description, {
+        headers: { 'cache-control': 'no-store' },
+        extra: { error: 'invalid_grant', error_description: description, reason_code: verdict.code },
+      });
+    }
+    return { auth_time: Math.floor(session.auth_time.getTime() / 1000), amr: session.amr, idp: session.provider };
+  }
+
   /** The refresh_token grant: a new access token; the refresh token stays valid (see docs/auth.md). */
   async refresh(refreshToken: string, authenticatedClientId?: string, requestedScope?: string): Promise<TokenResponse> {
     const row = isWellFormedSecret(refreshToken, REFRESH_TOKEN_PREFIX)
@@ -151,12 +198,14 @@ export class TokenService {
       throw oauthError('invalid_grant', 'The refresh token was not issued to this client');
     }
     const scopes = this.narrowScopes(row.scopes, requestedScope);
+    const interactive = row.session_id !== null ? await this.judgeInteractiveRefresh(row.client_id, row.credential_id) : {};
     const access = await this.signAccessToken({
       sub: row.client_id,
       client_id: row.client_id,
       cid: row.credential_id,
       scope: scopes.join(' '),
       permissions: row.permissions,
+      ...interactive,
     });
     await this.repo.touchRefreshToken(row.token_hash);
     return { access_token: access.token, token_type: 'Bearer', expires_in: this.settings.accessTokenTtlSeconds, scope: scopes.join(' ') };
@@ -298,6 +347,9 @@ export class AccessTokenVerifier implements TokenVerifier {
         credentialId: String(payload.cid),
         tokenId: payload.jti!,
         expiresAt: new Date(payload.exp! * 1000),
+        ...(typeof payload.auth_time === 'number' ? { authTime: new Date(payload.auth_time * 1000) } : {}),
+        ...(Array.isArray(payload.amr) ? { amr: payload.amr.filter((v): v is string => typeof v === 'string') } : {}),
+        ...(typeof payload.idp === 'string' ? { provider: payload.idp } : {}),
       };
     } catch (error) {
       if (error instanceof joseErrors.JWTExpired) throw new InvalidTokenError('token expired');

@@ -1,5 +1,5 @@
 // Owner: src/services/auth (credentials, refresh_tokens, revoked_access_tokens, signing_keys,
-// auth_failures); schema_migrations is core/db's migrator's. See test/table-ownership.test.ts.
+// auth_failures, oidc_pending_logins, identity_links, interactive_sessions); schema_migrations is core/db's migrator's. See test/table-ownership.test.ts.
 import type { Generated } from 'kysely';
 import type { DefaultTimestamp, Json, PermissionPair, Timestamp } from './types.ts';
 
@@ -53,6 +53,42 @@ export interface AuthFailuresTable {
   last_success_at: Timestamp | null;
 }
 
+/** Logins under way (migration 0019): consumed once by the callback. */
+export interface OidcPendingLoginsTable {
+  state: string;
+  provider: string;
+  nonce: string;
+  code_verifier: string;
+  return_to: string;
+  created_at: DefaultTimestamp;
+  expires_at: Timestamp;
+}
+
+/** A provider's person (issuer, subject) → a Lakeport identity. */
+export interface IdentityLinksTable {
+  issuer: string;
+  subject: string;
+  identity: string;
+  email: string | null;
+  created_at: DefaultTimestamp;
+  last_sign_in_at: Timestamp | null;
+}
+
+/** How the person behind an `interactive` credential signed in. */
+export interface InteractiveSessionsTable {
+  credential_id: string;
+  provider: string;
+  issuer: string;
+  subject: string;
+  email: string | null;
+  email_verified: boolean;
+  amr: Json<string[]>;
+  groups: Json<string[]>;
+  auth_time: Timestamp;
+  started_at: DefaultTimestamp;
+  policy_version: number;
+}
+
 export interface SchemaMigrationsTable {
   version: number;
   name: string;
@@ -65,5 +101,8 @@ export interface AuthTables {
   revoked_access_tokens: RevokedAccessTokensTable;
   signing_keys: SigningKeysTable;
   auth_failures: AuthFailuresTable;
+  oidc_pending_logins: OidcPendingLoginsTable;
+  identity_links: IdentityLinksTable;
+  interactive_sessions: InteractiveSessionsTable;
   schema_migrations: SchemaMigrationsTable;
 }
