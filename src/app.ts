@@ -111,6 +111,22 @@ const REDACTED_PATHS = [
   'res.headers["set-cookie"]',
 ];
 
+/** Query parameters that carry one-time secrets (the OpenID callback's authorization code and state). */
+const SECRET_QUERY_PARAMS = ['code', 'state'];
+
+/** A request as the log shows it: Fastify's fields, with the values of secret query parameters replaced. */
+export function requestForLog(request: { method: string; url: string; hostname?: string; ip?: string; socket?: { remotePort?: number } }) {
+  const [path, query] = request.url.split('?', 2);
+  let url = request.url;
+  if (query !== undefined) {
+    const params = new URLSearchParams(query);
+    const secrets = SECRET_QUERY_PARAMS.filter((name) => params.has(name));
+    for (const name of secrets) params.set(name, 'redacted');
+    if (secrets.length > 0) url = `${path}?${params}`;
+  }
+  return { method: request.method, url, host: request.hostname, remoteAddress: request.ip, remotePort: request.socket?.remotePort };
+}
+
 export async function buildApp(deps: AppDeps, options: AppOptions = {}): Promise<FastifyInstance> {
   const app = await createServer(options);
   const { services, modules } = await createServices(deps, app.log);
@@ -147,7 +163,7 @@ async function createServer(options: AppOptions) {
     // What Node's parser and Fastify's router refuse answers in Lakeport's shape too.
     clientErrorHandler,
     frameworkErrors,
-    logger: logger && typeof logger === 'object' ? { redact: REDACTED_PATHS, ...logger } : logger,
+    logger: logger && typeof logger === 'object' ? { redact: REDACTED_PATHS, serializers: { req: requestForLog }, ...logger } : logger,
   }).withTypeProvider<ZodTypeProvider>();
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);

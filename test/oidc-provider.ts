@@ -15,6 +15,8 @@ export interface TestUser {
   amr: string[];
   /** Seconds before now that the user authenticated (the ID token's auth_time). */
   authAgeSeconds: number;
+  /** The ID token's `groups` claim, when the user has one. */
+  groups?: string[];
 }
 
 export const CLIENT_ID = 'lakeport-test';
@@ -77,14 +79,14 @@ export async function startProvider(redirectUri: () => string, USERS: Record<str
       cookies: { keys: ['a-cookie-signing-key-for-the-test'] },
       // Like Google and Entra, the ID token itself carries email and profile claims (and amr).
       conformIdTokenClaims: false,
-      claims: { openid: ['sub', 'amr'], email: ['email', 'email_verified'], profile: ['preferred_username', 'name'] },
+      claims: { openid: ['sub', 'amr', 'groups'], email: ['email', 'email_verified'], profile: ['preferred_username', 'name'] },
       features: { devInteractions: { enabled: false } },
       findAccount: async (_ctx: unknown, sub: string) => {
         const user = USERS[sub];
         if (!user) return undefined;
         return {
           accountId: sub,
-          claims: async () => ({ sub, email: user.email, email_verified: user.emailVerified, preferred_username: user.preferredUsername, name: sub }),
+          claims: async () => ({ sub, email: user.email, email_verified: user.emailVerified, preferred_username: user.preferredUsername, name: sub, ...(user.groups ? { groups: user.groups } : {}) }),
         };
       },
     });

@@ -131,3 +131,87 @@ describe('the IdP policy judging real interactive sign-ins', () => {
     }
   }, 60_000);
 });
+
+describe('two providers: the policy chooses providers and judges each by its own block', () => {
+  const CORP: Record<string, TestUser> = {
+    alice: { email: 'alice@corp.example', emailVerified: true, preferredUsername: 'alice', amr: ['pwd', 'mfa'], authAgeSeconds: 0 },
+  };
+  const PARTNER: Record<string, TestUser> = {
+    dave: { email: 'dave@partner.example', emailVerified: true, preferredUsername: 'dave', amr: ['pwd'], authAgeSeconds: 0, groups: ['data-eng'] },
+    erin: { email: 'erin@partner.example', emailVerified: true, preferredUsername: 'erin', amr: ['pwd'], authAgeSeconds: 0, groups: ['sales'] },
+  };
+  let t: TestApp;
+  let lakeport: string;
+  let corp: Awaited<ReturnType<typeof startProvider>>;
+  let partner: Awaited<ReturnType<typeof startProvider>>;
+  let account: string;
+  const tokens = new Map<string, string>();
+
+  /** Signs `user` in through `provider` in a new browser; its bearer token is kept by user name when admitted. */
+  async function signIn(provider: 'idp_a' | 'idp_b', user: string) {
+    const browser = new Browser();
+    const start = await browser.request(`${lakeport}/auth/login?provider=${provider}&return_to=/auth/me`);
+    expect(start.status).toBe(302);
+    const { callback } = await loginAtProvider(browser, lakeport, start.headers.get('location')!, user, 'application/json');
+    if (callback.status === 302) {
+      const refreshed = await browser.request(`${lakeport}/auth/token`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'grant_type=refresh_token' });
+      tokens.set(user, (await refreshed.json()).access_token);
+    }
+    return callback;
+  }
+  const call = (user: string, method: string, path: string, body?: unknown) =>
+    fetch(`${lakeport}${path}`, {
+      method,
+      headers: { authorization: `Bearer ${tokens.get(user)}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    });
+
+  beforeAll(async () => {
+    const publicUrl = new PublicUrl(undefined, '127.0.0.1', 0);
+    corp = await startProvider(() => `${publicUrl.value}/auth/callback`, CORP);
+    partner = await startProvider(() => `${publicUrl.value}/auth/callback`, PARTNER);
+    t = await createTestApp({
+      publicUrl,
+      identityProviders: [
+        { id: 'idp_a', issuer: corp.issuer, clientId: CLIENT_ID, clientSecret: CLIENT_SECRET, name: 'Corp' },
+        { id: 'idp_b', issuer: partner.issuer, clientId: CLIENT_ID, clientSecret: CLIENT_SECRET, name: 'Partner' },
+      ],
+    });
+    lakeport = await t.app.listen({ port: 0, host: '127.0.0.1' });
+    publicUrl.settle(lakeport);
+    corp.init();
+    partner.init();
+    // alice (corp) makes the account; dave and erin (partner) join it.
+    expect((await signIn('idp_a', 'alice')).status).toBe(302);
+    account = (await (await call('alice', 'POST', '/control/v1/accounts', { name: 'Corp' })).json()).account_id;
+    for (const who of ['dave', 'erin']) {
+      expect((await signIn('idp_b', who)).status).toBe(302);
+      expect((await call('alice', 'POST', `/control/v1/accounts/${account}/members`, { identity: who, email: PARTNER[who].email, role: 'member' })).status).toBe(201);
+      expect((await call(who, 'POST', `/control/v1/accounts/${account}/members/${who}/accept`)).status).toBe(200);
+    }
+  }, 60_000);
+
+  afterAll(async () => {
+    await t?.close();
+    await corp?.close();
+    await partner?.close();
+  });
+
+  it("idp_b's block requires a group: dave (data-eng) is admitted through idp_b, erin (sales) refused; alice through idp_a", async () => {
+    const put = await call('alice', 'PUT', `/control/v1/accounts/${account}/idp-policy`, { enforced: true, providers: ['idp_a', 'idp_b'], idp_b: { required_groups: ['data-eng'] } });
+    expect(put.status, await put.clone().text()).toBe(200);
+    expect((await signIn('idp_b', 'dave')).status).toBe(302);
+    const erin = await signIn('idp_b', 'erin');
+    expect(erin.status).toBe(403);
+    expect(JSON.stringify(await erin.json())).toContain('GROUP_REQUIRED');
+    expect((await signIn('idp_a', 'alice')).status).toBe(302);
+  }, 60_000);
+
+  it('providers: a provider left out of the policy refuses its sign-ins (forced past the writer’s own)', async () => {
+    const put = await call('alice', 'PUT', `/control/v1/accounts/${account}/idp-policy?force=true`, { enforced: true, providers: ['idp_b'] });
+    expect(put.status, await put.clone().text()).toBe(200);
+    const alice = await signIn('idp_a', 'alice');
+    expect(alice.status).toBe(403);
+    expect((await signIn('idp_b', 'dave')).status).toBe(302);
+  }, 60_000);
+});
