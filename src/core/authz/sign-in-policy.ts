@@ -35,3 +35,30 @@ export const ALLOW_ALL_SIGN_INS: SignInPolicy = {
   judgeRefresh: async () => ({ allowed: true, accountId: null, policyVersion: 0 }),
   checkCredentialMint: async () => {},
 };
+
+/** A sign-in as stored (an interactive session, or an account's record of a last sign-in). */
+export interface StoredSignIn {
+  provider: string;
+  issuer: string;
+  subject: string;
+  email: string | null;
+  email_verified: boolean;
+  amr: string[];
+  groups: string[];
+  auth_time: Date;
+}
+
+/** The facts a stored sign-in gives the policy to judge. */
+export function signInFactsOf(identity: string, row: StoredSignIn): SignInFacts {
+  return {
+    identity,
+    provider: row.provider as SignInFacts['provider'],
+    issuer: row.issuer,
+    subject: row.subject,
+    email: row.email,
+    emailVerified: row.email_verified,
+    amr: row.amr,
+    authTime: row.auth_time,
+    groups: row.groups,
+  };
+}

@@ -1,5 +1,5 @@
 import type { Kysely, Selectable } from 'kysely';
-import type { AccountRole, Database, IdpDenialsTable, IdpLastSignInsTable, IdpPoliciesTable } from '../../core/db/index.ts';
+import type { Database, IdpDenialsTable, IdpLastSignInsTable, IdpPoliciesTable } from '../../core/db/index.ts';
 
 export type IdpPolicyRow = Selectable<IdpPoliciesTable>;
 export type IdpDenialRow = Selectable<IdpDenialsTable>;
@@ -25,18 +25,6 @@ export class IdpPolicyRepo {
       )
       .returningAll()
       .executeTakeFirstOrThrow();
-  }
-
-  /** The identity's active membership in an active account. */
-  membershipOf(identity: string): Promise<{ account_id: string; role: AccountRole } | undefined> {
-    return this.db
-      .selectFrom('members as m')
-      .innerJoin('accounts as a', 'a.account_id', 'm.account_id')
-      .select(['m.account_id', 'm.role'])
-      .where('m.identity', '=', identity)
-      .where('m.state', '=', 'active')
-      .where('a.status', '=', 'active')
-      .executeTakeFirst();
   }
 
   /** The account's active members with their last admitted interactive sign-in (null: none recorded). */

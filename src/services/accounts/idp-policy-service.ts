@@ -1,8 +1,9 @@
 import type { Principal } from '../../core/authz/index.ts';
-import type { SignInFacts, SignInPolicy, SignInVerdict } from '../../core/authz/sign-in-policy.ts';
+import { signInFactsOf, type SignInFacts, type SignInPolicy, type SignInVerdict } from '../../core/authz/sign-in-policy.ts';
 import { newId } from '../../core/crypto/index.ts';
 import type { Db } from '../../core/db/index.ts';
 import { RequestValidationError } from '../../core/errors/index.ts';
+import { AccountRepo } from './account-repo.ts';
 import type { AccountService } from './account-service.ts';
 import { parseDomainName } from './domain-names.ts';
 import { accountsError } from './errors.ts';
@@ -36,21 +37,6 @@ function view(accountId: string, row: IdpPolicyRow | undefined): IdpPolicyView {
     configured: Boolean(row?.document),
     updated_by: row?.updated_by ?? null,
     updated_at: row?.updated_at.toISOString() ?? null,
-  };
-}
-
-/** A stored last sign-in as the facts the policy judges. */
-function factsOf(identity: string, row: Pick<LastSignInRow, 'provider' | 'issuer' | 'subject' | 'email' | 'email_verified' | 'amr' | 'groups' | 'auth_time'>): SignInFacts {
-  return {
-    identity,
-    provider: row.provider as SignInFacts['provider'],
-    issuer: row.issuer,
-    subject: row.subject,
-    email: row.email,
-    emailVerified: row.email_verified,
-    amr: row.amr,
-    authTime: row.auth_time,
-    groups: row.groups,
   };
 }
 
@@ -139,7 +125,7 @@ export class IdpPolicyService {
         return { identity: m.identity, role: m.role, outcome: 'unknown' as const, code: null, reason, last_sign_in_at: null };
       }
       const last = { ...m, provider: m.provider, auth_time: m.auth_time, issuer: m.issuer!, subject: m.subject!, email_verified: m.email_verified!, amr: m.amr!, groups: m.groups! };
-      const outcome = evaluatePolicy(candidate, factsOf(m.identity, last), now);
+      const outcome = evaluatePolicy(candidate, signInFactsOf(m.identity, last), now);
       return {
         identity: m.identity,
         role: m.role,
@@ -210,7 +196,7 @@ export class IdpPolicyService {
     if (provider === undefined) return undefined;
     const facts: SignInFacts = {
       ...(last
-        ? factsOf(principal.identity, last)
+        ? signInFactsOf(principal.identity, last)
         : { identity: principal.identity, issuer: '', subject: '', email: null, emailVerified: false, groups: [], amr: [], authTime: principal.authTime, provider }),
       provider,
       authTime: principal.authTime,
@@ -228,13 +214,15 @@ export class IdpPolicyService {
  */
 export class AccountSignInPolicy implements SignInPolicy {
   private readonly repo: IdpPolicyRepo;
+  private readonly members: AccountRepo;
 
   constructor(db: Db, private readonly now: () => Date = () => new Date()) {
     this.repo = new IdpPolicyRepo(db.kysely);
+    this.members = new AccountRepo(db.kysely);
   }
 
   private async policyOf(identity: string) {
-    const membership = await this.repo.membershipOf(identity);
+    const membership = await this.members.activeMembershipOf(identity);
     if (!membership) return undefined;
     const row = await this.repo.find(membership.account_id);
     return { accountId: membership.account_id, policy: documentOf(row), version: row?.version ?? 0 };

@@ -50,33 +50,6 @@ export interface SignedIn {
   verdict: SignInVerdict;
 }
 
-export interface SessionFactsRow {
-  provider: string;
-  issuer: string;
-  subject: string;
-  email: string | null;
-  email_verified: boolean;
-  amr: string[];
-  groups: string[];
-  auth_time: Date;
-  started_at: Date;
-  policy_version: number;
-}
-
-export function factsOfSession(identity: string, row: SessionFactsRow): SignInFacts {
-  return {
-    identity,
-    provider: row.provider as ProviderId,
-    issuer: row.issuer,
-    subject: row.subject,
-    email: row.email,
-    emailVerified: row.email_verified,
-    amr: row.amr,
-    authTime: row.auth_time,
-    groups: row.groups,
-  };
-}
-
 const stringArray = (v: unknown): string[] => (Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : []);
 
 function isTimeout(error: unknown): boolean {

@@ -1,12 +1,12 @@
 import { decodeProtectedHeader, errors as joseErrors, jwtVerify, SignJWT } from 'jose';
 import { DEFAULT_SCOPES, type Principal } from '../../core/authz/index.ts';
-import type { SignInPolicy } from '../../core/authz/sign-in-policy.ts';
+import { signInFactsOf, type SignInPolicy } from '../../core/authz/sign-in-policy.ts';
 import { newId, safeEqual, sha256Hex } from '../../core/crypto/index.ts';
 import type { PermissionPair } from '../../core/db/index.ts';
 import { InvalidTokenError, type TokenVerifier } from '../../core/http/index.ts';
 import { SIGNING_ALG, type SigningKeyStore } from './keys.ts';
 import { authError } from './errors.ts';
-import { factsOfSession, type SignedIn } from './interactive.ts';
+import type { SignedIn } from './interactive.ts';
 import { oauthError } from './oauth-error.ts';
 import type { AuthRepo, CredentialRow } from './repo.ts';
 import { CREDENTIAL_SECRET_PREFIX, generateSecret, isWellFormedSecret, REFRESH_TOKEN_PREFIX } from './secrets.ts';
@@ -174,7 +174,7 @@ export class TokenService {
   private async judgeInteractiveRefresh(clientId: string, credentialId: string): Promise<Pick<AccessTokenClaims, 'auth_time' | 'amr' | 'idp'>> {
     const session = await this.repo.findInteractiveSession(credentialId);
     if (!session) throw oauthError('invalid_grant', 'The interactive session is unknown: sign in interactively again at /auth/login');
-    const verdict = await this.settings.signInPolicy().judgeRefresh(factsOfSession(clientId, session), { startedAt: session.started_at, policyVersion: session.policy_version });
+    const verdict = await this.settings.signInPolicy().judgeRefresh(signInFactsOf(clientId, session), { startedAt: session.started_at, policyVersion: session.policy_version });
     if (!verdict.allowed) {
       await this.repo.revokeCredential(clientId, credentialId);
       const description = `Sign in interactively again at /auth/login: this session may no longer be refreshed (${verdict.code}: ${verdict.reason})`;
