@@ -188,8 +188,9 @@ async function createServer(options: AppOptions) {
 async function createServices(deps: AppDeps, log: FastifyBaseLogger) {
   const catalog = new Catalog(deps.db);
   const policyStore = new PolicyStore(deps.db);
-  const authz = new Authorizer(policyStore);
   const accounts = openAccountRecords(deps.db);
+  // Grants from the policy module, workspace states from the account records: core/authz refuses soft-deleted workspaces.
+  const authz = new Authorizer(policyStore, accounts.states);
   const auth = await createAuthService({
     db: deps.db,
     sealer: deps.sealer,
@@ -281,8 +282,6 @@ async function createServices(deps: AppDeps, log: FastifyBaseLogger) {
     verifier: auth.verifier,
     clients: auth.tokens,
     publicUrl: deps.publicUrl,
-    grants: policyStore,
-    workspaces: accounts.directory,
     changes: deps.db.changes,
     log: log.child({ module: 'odata' }),
   });

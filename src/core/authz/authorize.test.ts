@@ -88,7 +88,11 @@ describe('effectiveRole: credential narrowing', () => {
 
 describe('Authorizer', () => {
   const grants: Record<string, Grant[]> = { 'alice|a': [{ pattern: 'a.*', role: 'writer' }], 'alice|b': [] };
-  const authz = new Authorizer({ grantsOf: async (identity, ws) => grants[`${identity}|${ws}`] ?? [], workspacesOf: async () => [] });
+  const deleted = new Set<string>();
+  const authz = new Authorizer(
+    { grantsOf: async (identity, ws) => grants[`${identity}|${ws}`] ?? [], workspacesOf: async (identity) => (identity === 'alice' ? ['a', 'b'] : []) },
+    { deletedAmong: async (names) => new Set(names.filter((n) => deleted.has(n))) },
+  );
   const alice: Principal = { identity: 'alice', scopes: [], permissions: [], credentialId: 'c', tokenId: 't', expiresAt: new Date() };
 
   it('answers can and require', async () => {
@@ -102,5 +106,28 @@ describe('Authorizer', () => {
   it('applies the principal’s narrowing', async () => {
     expect(await authz.can({ ...alice, permissions: [['a.c.*', 'reader']] }, 'writer', dataset)).toBe(false);
     expect(await authz.can({ ...alice, permissions: [['a.c.*', 'reader']] }, 'reader', dataset)).toBe(true);
+  });
+
+  it('refuses a soft-deleted workspace with 409 WORKSPACE_DELETED, after the permission check, unless exempted', async () => {
+    deleted.add('a');
+    try {
+      const gone = { status: 409, code: 'WORKSPACE_DELETED' };
+      await expect(authz.require(alice, 'reader', dataset)).rejects.toMatchObject(gone);
+      await expect(authz.can(alice, 'writer', dataset)).rejects.toMatchObject(gone);
+      await expect(authz.accessIn(alice, 'a', [dataset])).rejects.toMatchObject(gone);
+      await expect(authz.grantsIn(alice, 'a')).rejects.toMatchObject(gone);
+      // No role, or not enough: the answer a live workspace would give (nothing learnt of its state).
+      await expect(authz.require(alice, 'owner', workspace)).rejects.toMatchObject({ status: 403, code: 'PERMISSION_DENIED' });
+      expect(await authz.can(alice, 'admin', dataset)).toBe(false);
+      expect(await authz.can({ ...alice, identity: 'mallory' }, 'reader', dataset)).toBe(false);
+      // Listings leave it out; the exempt actions (restore, the account's listing) still decide on roles.
+      expect(await authz.workspacesOf(alice)).toEqual(['b']);
+      expect(await authz.workspacesOf(alice, { evenIfDeleted: true })).toEqual(['a', 'b']);
+      await expect(authz.require(alice, 'writer', dataset, { evenIfDeleted: true })).resolves.toBe('writer');
+      expect(await authz.can(alice, 'writer', dataset, { evenIfDeleted: true })).toBe(true);
+    } finally {
+      deleted.delete('a');
+    }
+    await expect(authz.require(alice, 'reader', dataset)).resolves.toBe('writer');
   });
 });

@@ -1,5 +1,5 @@
 import type { FastifyPluginAsync } from 'fastify';
-import type { Authorizer } from '../../core/authz/index.ts';
+import type { Authorizer, WorkspaceStates } from '../../core/authz/index.ts';
 import type { Catalog } from '../../core/catalog/index.ts';
 import type { Db } from '../../core/db/index.ts';
 import { serviceModule, type TokenVerifier } from '../../core/http/index.ts';
@@ -59,7 +59,8 @@ export function openAccountRecords(db: Db) {
   const notifications = new NotificationService(db);
   // The sign-in policy judge, for the auth service (built before this module's routes).
   const signInPolicy = new AccountSignInPolicy(db);
-  return { db, accounts: new AccountService(db, notifications), records, directory: records as WorkspaceDirectory, notifications, signInPolicy };
+  // `states`: which workspaces are soft-deleted, for core/authz's Authorizer (app.ts).
+  return { db, accounts: new AccountService(db, notifications), records, directory: records as WorkspaceDirectory, states: records as WorkspaceStates, notifications, signInPolicy };
 }
 
 export type AccountRecords = ReturnType<typeof openAccountRecords>;

@@ -1,4 +1,5 @@
 import type { Kysely, Selectable } from 'kysely';
+import type { WorkspaceStates } from '../../core/authz/index.ts';
 import type { Database, Db, WorkspaceMemberGrant, WorkspacesTable } from '../../core/db/index.ts';
 import type { WorkspaceDirectory, WorkspaceEntry } from './workspace-directory.ts';
 import { accountsError } from './errors.ts';
@@ -9,7 +10,7 @@ export type WorkspaceRow = Selectable<WorkspacesTable>;
 export type AlsoWrite = (trx: Kysely<Database>, row: WorkspaceRow) => Promise<void>;
 
 /** The account service's own workspace records; other modules see them as a WorkspaceDirectory. */
-export class WorkspaceRepo implements WorkspaceDirectory {
+export class WorkspaceRepo implements WorkspaceDirectory, WorkspaceStates {
   constructor(private readonly db: Db) {}
 
   get(name: string): Promise<WorkspaceRow | undefined> {
@@ -19,6 +20,13 @@ export class WorkspaceRepo implements WorkspaceDirectory {
   async find(name: string): Promise<WorkspaceEntry | undefined> {
     const row = await this.db.kysely.selectFrom('workspaces').select(['name', 'billing_account', 'deleted_at']).where('name', '=', name).executeTakeFirst();
     return row && { name: row.name, billingAccount: row.billing_account, live: row.deleted_at === null };
+  }
+
+  /** Which of the named workspaces are soft-deleted: core/authz's WorkspaceStates (one query on the primary key). */
+  async deletedAmong(names: readonly string[]): Promise<ReadonlySet<string>> {
+    if (names.length === 0) return new Set();
+    const rows = await this.db.kysely.selectFrom('workspaces').select('name').where('name', 'in', names).where('deleted_at', 'is not', null).execute();
+    return new Set(rows.map((r) => r.name));
   }
 
   /**

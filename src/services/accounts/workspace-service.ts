@@ -182,7 +182,8 @@ export class WorkspaceService {
   /** Restore within the grace window: an owner of the workspace. */
   async restore(caller: Principal, name: string) {
     if (await this.deps.records.wasPurged(name)) throw accountsError('WORKSPACE_PURGED', `Workspace '${name}' was purged after its grace window`);
-    await this.deps.authz.require(caller, 'owner', { workspace: name });
+    // One of the few actions on a deleted workspace (core/authz refuses the rest with 409 WORKSPACE_DELETED).
+    await this.deps.authz.require(caller, 'owner', { workspace: name }, { evenIfDeleted: true });
     const record = await this.requireRecord(name);
     if (!record.deleted_at) throw accountsError('WORKSPACE_NOT_DELETED', `Workspace '${name}' is not deleted`);
     const notify = await this.notifying(record, events.workspaceRestored({ workspace: name, accountId: record.billing_account, actor: caller.identity }));
@@ -199,7 +200,7 @@ export class WorkspaceService {
     await this.deps.accounts.requireActiveMember(caller.identity, accountId);
     const views = [];
     for (const record of await this.deps.records.listByAccount(accountId)) {
-      if (record.deleted_at && !(await this.deps.authz.can(caller, 'owner', { workspace: record.name }))) continue;
+      if (record.deleted_at && !(await this.deps.authz.can(caller, 'owner', { workspace: record.name }, { evenIfDeleted: true }))) continue;
       const guards = await this.deps.namespaces.guards(record.name);
       if (options.requireNamespace && !guards) continue;
       views.push(workspaceView(record, guards));
@@ -207,12 +208,12 @@ export class WorkspaceService {
     return views;
   }
 
-  /** The lock and the two guards as resolved booleans: owner or admin through access policies. */
+  /** The lock and the two guards as resolved booleans: owner or admin through access policies (409 on a deleted workspace, from core/authz). */
   async guardProperties(caller: Principal, name: string) {
     await this.deps.authz.require(caller, 'admin', { workspace: name });
     const record = await this.requireRecord(name);
     const guards = await this.deps.namespaces.guards(name);
-    if (!guards || record.deleted_at) throw accountsError('WORKSPACE_NOT_FOUND', `Workspace '${name}' does not exist`);
+    if (!guards) throw accountsError('WORKSPACE_NOT_FOUND', `Workspace '${name}' does not exist`);
     return { workspace: name, ...guards };
   }
 

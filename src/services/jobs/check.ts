@@ -1,7 +1,7 @@
-import type { Principal } from '../../core/authz/index.ts';
+import { roleAtLeast, type Principal } from '../../core/authz/index.ts';
 import { Sandbox, SandboxQueryError, lineColumn } from '../../core/engine/index.ts';
 import { refOf, type Catalog } from '../../core/catalog/index.ts';
-import { AppError, scrubServerPaths } from '../../core/errors/index.ts';
+import { AppError, isAppError, scrubServerPaths } from '../../core/errors/index.ts';
 import type { Authorizer } from '../../core/authz/index.ts';
 import type { JobFailureCode } from './errors.ts';
 import type { JobRepo } from './repo.ts';
@@ -72,8 +72,17 @@ export class QueryChecker {
     const relations = [];
     for (const workspace of workspaces) {
       const datasets = await this.datasetsOf(workspace);
-      for (const d of datasets) {
-        if (!(await this.authz.can(caller, 'reader', refOf(d)))) continue;
+      let access;
+      try {
+        access = await this.authz.accessIn(caller, workspace, datasets.map(refOf));
+      } catch (error) {
+        // A soft-deleted workspace offers no relations (core/authz refuses it).
+        if (isAppError(error, 'WORKSPACE_DELETED')) continue;
+        throw error;
+      }
+      for (const [i, d] of datasets.entries()) {
+        const { role } = access[i];
+        if (role === null || !roleAtLeast(role, 'reader')) continue;
         relations.push({ name: `${workspace}.${d.collection}.${d.name}`, kind: d.kind, columns: d.columns.map((c) => ({ name: c.name, type: c.type })) });
       }
     }

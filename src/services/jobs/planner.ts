@@ -4,7 +4,7 @@ import type { Catalog, Dataset, DatasetRef } from '../../core/catalog/index.ts';
 import type { PermissionPair } from '../../core/db/index.ts';
 import { FILE_OR_ENVIRONMENT_FUNCTIONS, lineColumn, tokenizeSql, type FunctionRef, type SqlAnalyzer, type SqlToken, type TableRef } from '../../core/engine/index.ts';
 import type { SandboxView } from '../../core/engine/index.ts';
-import { AppError, scrubServerPaths } from '../../core/errors/index.ts';
+import { AppError, isAppError, scrubServerPaths } from '../../core/errors/index.ts';
 import type { BlobStore } from '../../core/storage/index.ts';
 import type { JobFailure, JobFailureCode } from './errors.ts';
 import { EXTERNAL_READERS, ExternalReadRefusal, renderRead, type ExternalRead, type ExternalReadPlanner } from './external/index.ts';
@@ -177,6 +177,8 @@ export class QueryPlanner {
         external = await this.external.plan(principal, calls);
       } catch (error) {
         if (error instanceof ExternalReadRefusal) return fail(error.code, error.message, error.position);
+        // A secret of a soft-deleted workspace (core/authz's 409).
+        if (isAppError(error, 'WORKSPACE_DELETED')) return fail('WORKSPACE_DELETED', error.message);
         throw error;
       }
     }
@@ -198,7 +200,14 @@ export class QueryPlanner {
       const [workspace, collection, name] = ref.parts.map((p) => p.toLowerCase());
       const label = `${workspace}.${collection}.${name}`;
       const dataset = await this.findDataset({ workspace, collection, dataset: name });
-      const readable = dataset !== undefined && (await this.authz.can(principal, 'reader', { workspace, collection, dataset: name }));
+      let readable: boolean;
+      try {
+        readable = dataset !== undefined && (await this.authz.can(principal, 'reader', { workspace, collection, dataset: name }));
+      } catch (error) {
+        // core/authz: readable, but in a soft-deleted workspace.
+        if (isAppError(error, 'WORKSPACE_DELETED')) return fail('WORKSPACE_DELETED', `${error.message} (${label})`, ref.position);
+        throw error;
+      }
       if (!dataset || !readable) return fail('DATASET_NOT_FOUND', `Dataset ${label} does not exist, or you may not read it`, ref.position);
       if (dataset.kind === 'external') return fail('VERSIONING_NOT_SUPPORTED', `Dataset ${label} is listed from an external catalog and cannot be queried here`, ref.position);
       let snapshotId: number | null = dataset.current_snapshot_id;

@@ -1,10 +1,9 @@
-import type { Authorizer, GrantSource } from '../../core/authz/index.ts';
+import type { Authorizer } from '../../core/authz/index.ts';
 import type { Catalog } from '../../core/catalog/index.ts';
 import type { RowReader } from '../../core/engine/index.ts';
 import { serviceModule, type PublicUrl, type TokenVerifier } from '../../core/http/index.ts';
 import type { Logger } from '../../core/logger.ts';
 import type { BlobStore } from '../../core/storage/index.ts';
-import type { WorkspaceDirectory } from '../accounts/index.ts';
 import type { ClientAuthenticator } from './auth.ts';
 import { RangeCursors } from './cursor.ts';
 import { DatasetAccessLookup } from './lookup.ts';
@@ -23,9 +22,6 @@ export interface ODataOptions {
   verifier: TokenVerifier;
   clients: ClientAuthenticator;
   publicUrl: PublicUrl;
-  /** The policy module's grants, read with every page (see DatasetAccessLookup). */
-  grants: GrantSource;
-  workspaces: WorkspaceDirectory;
   /** Db.changes: lets a page's access lookup be kept while nothing was written. */
   changes?: () => number;
   /** Where pages read ahead and cursors report what failed off the request path. */
@@ -36,9 +32,9 @@ const PREFIX = '/odata';
 
 /** The OData v4 service: datasets as entity sets, for BI tools and OData clients. */
 export function createODataService(options: ODataOptions) {
-  const { grants, catalog, workspaces, changes } = options;
+  const { authz, catalog, changes } = options;
   const baseUrl = () => options.publicUrl.service(PREFIX);
-  const odata = new ODataService({ ...options, access: new DatasetAccessLookup({ grants, catalog, workspaces, changes }) });
+  const odata = new ODataService({ ...options, access: new DatasetAccessLookup({ authz, catalog, changes }) });
   const pages = new RowPages({ odata, readAhead: new ReadAhead(undefined, options.log), cursors: new RangeCursors(), log: options.log });
   return serviceModule({
     odata,

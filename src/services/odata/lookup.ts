@@ -1,20 +1,17 @@
 import { LRUCache } from 'lru-cache';
-import type { Grant, GrantSource } from '../../core/authz/index.ts';
+import type { Authorizer, Standing } from '../../core/authz/index.ts';
 import type { Catalog, Dataset, DatasetRef } from '../../core/catalog/index.ts';
-import type { WorkspaceDirectory } from '../accounts/index.ts';
 
-/** What every rows page needs before it reads: the caller's grants in the workspace, whether the workspace is active, and the dataset. */
+/** What every rows page needs before it reads: the caller's standing in the workspace (grants, whether deleted) and the dataset. */
 export interface DatasetAccess {
-  grants: Grant[];
-  workspaceActive: boolean;
+  standing: Standing;
   dataset?: Dataset;
 }
 
 export interface DatasetAccessSources {
-  /** The policy module's grants. */
-  grants: Pick<GrantSource, 'grantsOf'>;
+  /** core/authz: the caller's grants and the workspace's state. */
+  authz: Pick<Authorizer, 'standingIn'>;
   catalog: Pick<Catalog, 'findDataset'>;
-  workspaces: WorkspaceDirectory;
   /** The database's change count where only this process writes it (Db.changes; PGlite), else undefined. */
   changes?: () => number;
 }
@@ -24,7 +21,7 @@ export interface DatasetAccessSources {
  * with every page. Where only this process writes the database (PGlite), an answer is kept until any
  * statement that may write is sent, so a client paging through an unchanged catalog costs none; a
  * revoked grant, a deleted workspace or a new commit is seen by the next page all the same. The
- * decision stays with core/authz (`Authorizer.accessFrom`).
+ * decision, a deleted workspace's 409 included, stays with core/authz (`Authorizer.accessFrom`).
  */
 export class DatasetAccessLookup {
   private readonly kept = new LRUCache<string, { changes: number; access: DatasetAccess }>({ max: 1_000 });
@@ -43,8 +40,8 @@ export class DatasetAccessLookup {
   }
 
   private async read(identity: string, ref: DatasetRef): Promise<DatasetAccess> {
-    const { grants, catalog, workspaces } = this.sources;
-    const [granted, workspace, dataset] = await Promise.all([grants.grantsOf(identity, ref.workspace), workspaces.find(ref.workspace), catalog.findDataset(ref)]);
-    return { grants: granted, workspaceActive: workspace?.live === true, dataset };
+    const { authz, catalog } = this.sources;
+    const [standing, dataset] = await Promise.all([authz.standingIn(identity, ref.workspace), catalog.findDataset(ref)]);
+    return { standing, dataset };
   }
 }

@@ -4,7 +4,6 @@ import { NAME_REGEX, normalizeRef, parseSelector, refOf, type Catalog, type Data
 import type { RowReader } from '../../core/engine/row-reader.ts';
 import { AppError } from '../../core/errors/index.ts';
 import type { BlobStore } from '../../core/storage/index.ts';
-import type { WorkspaceDirectory } from '../accounts/index.ts';
 import { odataError } from './errors.ts';
 import { entitySetName, findEntitySet, lakeportType, propertyNames, supportsVersions } from './metadata/index.ts';
 import type { DatasetAccessLookup } from './lookup.ts';
@@ -15,7 +14,6 @@ export interface ODataServiceDeps {
   authz: Authorizer;
   blobs: BlobStore;
   reader: RowReader;
-  workspaces: WorkspaceDirectory;
   /** The caller's grants, the workspace's state and the dataset, in one lookup (every page needs them). */
   access: Pick<DatasetAccessLookup, 'find'>;
 }
@@ -65,11 +63,10 @@ export class ODataService {
 
   constructor(private readonly deps: ODataServiceDeps) {}
 
-  /** Every versioned dataset the caller may read, by workspace, collection and name. */
+  /** Every versioned dataset the caller may read, by workspace, collection and name (soft-deleted workspaces are left out by core/authz). */
   async readableDatasets(caller: Principal): Promise<{ dataset: Dataset; role: DatasetVersion['role']; policies: string[] }[]> {
     const readable: { dataset: Dataset; role: DatasetVersion['role']; policies: string[] }[] = [];
     for (const workspace of await this.deps.authz.workspacesOf(caller)) {
-      if (!(await this.deps.workspaces.find(workspace))?.live) continue;
       const datasets = (await this.deps.catalog.listDatasets(workspace)).filter(supportsVersions);
       const access = await this.deps.authz.accessIn(
         caller,
@@ -118,17 +115,18 @@ export class ODataService {
   /**
    * One dataset at the selected version. Permission is checked before existence, so a caller
    * without a grant learns nothing about what exists (403 either way); 404 when it may read there
-   * but the dataset, tag or snapshot does not exist; 400 for a dataset kind without versions.
+   * but the dataset, tag or snapshot does not exist; 409 `WORKSPACE_DELETED` (core/authz) when it may
+   * read there but the workspace is soft-deleted; 400 for a dataset kind without versions.
    */
   async version(caller: Principal, address: DatasetAddress, options: { tags?: boolean } = {}): Promise<DatasetVersion> {
     const { ref, selector } = address;
     // Looked up together; the answer still depends on the permission first.
-    const { grants, workspaceActive: active, dataset } = await this.deps.access.find(caller.identity, ref);
-    const [access] = this.deps.authz.accessFrom(caller, grants, [ref]);
+    const { standing, dataset } = await this.deps.access.find(caller.identity, ref);
+    const [access] = this.deps.authz.accessFrom(caller, standing, [ref]);
     if (access.role === null || !roleAtLeast(access.role, 'reader')) {
       throw odataError('PERMISSION_DENIED', `'${caller.identity}' may not read ${ref.workspace}/${ref.collection}/${ref.dataset}`);
     }
-    if (!active || !dataset) throw odataError('DATASET_NOT_FOUND', `Dataset ${ref.workspace}/${ref.collection}/${ref.dataset} does not exist`);
+    if (!dataset) throw odataError('DATASET_NOT_FOUND', `Dataset ${ref.workspace}/${ref.collection}/${ref.dataset} does not exist`);
     if (!supportsVersions(dataset)) {
       throw odataError(
         'DATASET_NOT_VERSIONED',

@@ -23,7 +23,7 @@ export interface PolicyOptions {
 /** The access policy service (/policy); `genesisRoute(scope)` also serves genesis on /control. */
 export function createPolicyService(options: PolicyOptions) {
   const { store, authz, workspaces, directory } = options;
-  const policies = new PolicyService({ store, authz, workspaces, directory, planner: new PolicyPlanner(store, authz, workspaces) });
+  const policies = new PolicyService({ store, authz, workspaces, directory, planner: new PolicyPlanner(store, authz) });
   const deps = { policies, verifier: options.verifier, adminToken: options.adminToken };
   return serviceModule({
     policies,

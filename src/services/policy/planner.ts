@@ -1,7 +1,6 @@
 import { formatPattern, parsePattern, roleAtLeast, type Authorizer, type Pattern, type Principal, type Role } from '../../core/authz/index.ts';
 import type { AppError } from '../../core/errors/index.ts';
 import { policyError } from './errors.ts';
-import { requireLiveWorkspace, type WorkspaceDirectory } from '../accounts/index.ts';
 import type { NewPolicy, PolicyExecutor, PolicyRow, PolicyStore } from './store.ts';
 
 /** The policy a revoke is about: by id (HTTP DELETE), or the principal's on a pattern, which must hold `role` (SQL REVOKE). */
@@ -53,7 +52,7 @@ export function policyExists(existing: PolicyRow): AppError {
  *
  * - nobody grants, changes or removes a role above their own: admin where the pattern points, and at
  *   least the role concerned (403 `PERMISSION_DENIED` / `ROLE_ABOVE_OWN`);
- * - the workspace exists (404) and is live (409 `WORKSPACE_DELETED`);
+ * - the workspace is live (409 `WORKSPACE_DELETED`, decided by core/authz with the authority);
  * - one policy per workspace, principal and pattern (409 `POLICY_EXISTS`; the unique index
  *   `policies_identity` holds it in the table too); a grant of exactly what is held changes nothing;
  * - a revoke names the role held (409 `ROLE_MISMATCH`);
@@ -68,12 +67,10 @@ export class PolicyPlanner {
   constructor(
     private readonly store: PolicyStore,
     private readonly authz: Authorizer,
-    private readonly workspaces: WorkspaceDirectory,
   ) {}
 
   async plan(caller: Principal, workspace: string, change: PolicyChange): Promise<PolicyPlan> {
     await this.admit(caller, workspace, change);
-    await requireLiveWorkspace(this.workspaces, workspace);
     // Under the lock as well: every rule is judged on one state of the policies, a concurrent write wholly before or after.
     const effect = await this.store.locked(workspace, (trx) => this.judge(caller, workspace, change, trx));
     return { caller, workspace, change, effect };
@@ -82,7 +79,6 @@ export class PolicyPlanner {
   /** The change for real: the same admission as `plan`, then judged once, under the lock, as it is written. */
   async execute(caller: Principal, workspace: string, change: PolicyChange): Promise<AppliedPolicyChange> {
     await this.admit(caller, workspace, change);
-    await requireLiveWorkspace(this.workspaces, workspace);
     return this.write(caller, workspace, change);
   }
 
@@ -115,17 +111,22 @@ export class PolicyPlanner {
     return this.requireAnyGrant(caller, workspace);
   }
 
-  /** Throws 403 unless the caller holds some policy in the workspace (whether or not the workspace exists). */
+  /** Throws 403 unless the caller holds some policy in the workspace (whether or not the workspace exists), then 409 if it is deleted. */
   async requireAnyGrant(caller: Principal, workspace: string): Promise<void> {
-    if (!(await this.store.hasAny(caller.identity, workspace))) {
+    if ((await this.authz.grantsIn(caller, workspace)).length === 0) {
       throw policyError('PERMISSION_DENIED', `'${caller.identity}' has no access to workspace '${workspace}'`);
     }
   }
 
   /** Throws unless the caller may manage a grant of `role` on `pattern`: admin on what it names, and at least `role` there. */
   private async requireAuthority(caller: Principal, pattern: Pattern, role: Role, q?: PolicyExecutor): Promise<void> {
-    const grants = await this.store.grantsOf(caller.identity, pattern.workspace, q);
-    const held = this.authz.requireFrom(caller, grants, 'admin', { workspace: pattern.workspace, collection: pattern.collection, dataset: pattern.dataset });
+    // Outside a transaction core/authz reads the grants and the workspace's state (409 when deleted).
+    // Under the policy lock the grants are read again in the transaction, on a workspace admission found
+    // live (reading its state outside the transaction there would wait on it, with one connection).
+    const standing = q
+      ? { workspace: pattern.workspace, grants: await this.store.grantsOf(caller.identity, pattern.workspace, q), deleted: false }
+      : await this.authz.standingIn(caller.identity, pattern.workspace);
+    const held = this.authz.requireFrom(caller, standing, 'admin', { workspace: pattern.workspace, collection: pattern.collection, dataset: pattern.dataset });
     if (!roleAtLeast(held, role)) {
       throw policyError('ROLE_ABOVE_OWN', `An ${held} cannot grant, change or revoke the ${role} role: nobody grants above their own role, and only owners grant owner`);
     }

@@ -2,7 +2,7 @@ import { stringify } from 'csv-stringify/sync';
 import { parsePattern, patternMatches, PATTERN_HINT, type Authorizer, type Pattern, type Principal, type Resource, type Role } from '../../core/authz/index.ts';
 import { RequestValidationError } from '../../core/errors/index.ts';
 import { policyError } from './errors.ts';
-import { requireLiveWorkspace, type WorkspaceDirectory } from '../accounts/index.ts';
+import type { WorkspaceDirectory } from '../accounts/index.ts';
 import { policyExists, policyNotFound, type AppliedPolicyChange, type PolicyChange, type PolicyPlan, type PolicyPlanner } from './planner.ts';
 import type { PolicyRow, PolicyStore } from './store.ts';
 
@@ -74,16 +74,15 @@ export class PolicyService {
     return pattern;
   }
 
-  // Authorization comes before existence checks, so a caller without grants cannot probe names.
+  // Authorization comes before existence checks, so a caller without grants cannot probe names; core/authz
+  // refuses a soft-deleted workspace (409 WORKSPACE_DELETED) for every call below but genesis.
   async list(caller: Principal, workspace: string) {
     await this.deps.authz.require(caller, 'admin', { workspace });
-    await requireLiveWorkspace(this.deps.workspaces, workspace);
     return { workspace, policies: (await this.deps.store.list(workspace)).map(policyDetail) };
   }
 
   async get(caller: Principal, workspace: string, policyId: string) {
     await this.deps.planner.requireAnyGrant(caller, workspace);
-    await requireLiveWorkspace(this.deps.workspaces, workspace);
     const row = await this.deps.store.find(workspace, { policyId });
     if (!row) throw policyNotFound(workspace, policyId);
     // A principal may read its own grants; anyone else needs admin where the grant applies.
@@ -144,7 +143,6 @@ export class PolicyService {
   /** CSV: every policy resolved against the workspace's actual datasets, one row per dataset it covers. */
   async effectivePermissionsCsv(caller: Principal, workspace: string): Promise<string> {
     await this.deps.authz.require(caller, 'owner', { workspace });
-    await requireLiveWorkspace(this.deps.workspaces, workspace);
     const [policies, datasets] = await Promise.all([this.deps.store.list(workspace), this.deps.directory.datasets(workspace)]);
     const rows: string[][] = [];
     for (const policy of policies) {

@@ -41,12 +41,6 @@ export class PolicyStore implements GrantSource {
     return rows.map((r) => r.workspace);
   }
 
-  /** Whether the identity holds any policy in the workspace. */
-  async hasAny(identity: string, workspace: string): Promise<boolean> {
-    const row = await this.db.kysely.selectFrom('policies').select('policy_id').where('workspace', '=', workspace).where('principal', '=', identity).limit(1).executeTakeFirst();
-    return row !== undefined;
-  }
-
   /** The workspace's policies, oldest first. */
   list(workspace: string): Promise<PolicyRow[]> {
     return this.db.kysely.selectFrom('policies').selectAll().where('workspace', '=', workspace).orderBy('created_at').orderBy('policy_id').execute();

@@ -1,6 +1,6 @@
 import { formatPattern, type Authorizer, type Principal, type Resource } from '../../../core/authz/index.ts';
 import type { Catalog, Dataset, SnapshotSelector } from '../../../core/catalog/index.ts';
-import { assertLive, requireLiveWorkspace, type WorkspaceDirectory } from '../../accounts/index.ts';
+import type { WorkspaceDirectory } from '../../accounts/index.ts';
 import type { PolicyChange, PolicyPlanner, PolicyRow } from '../../policy/index.ts';
 import type { ParamValue } from '../types.ts';
 import { AppError, isAppError, type ErrorCode } from '../../../core/errors/index.ts';
@@ -80,8 +80,9 @@ export class StatementExecutor {
     const workspace = s.workspace.value;
     const label = `${workspace}.${s.name.value}`;
 
-    // Owner on the whole workspace (ws.*) is what "ALTER on the workspace" means here.
-    if (!(await this.deps.authz.can(caller, 'owner', { workspace }))) {
+    // Owner on the whole workspace (ws.*) is what "ALTER on the workspace" means here; core/authz
+    // answers 409 WORKSPACE_DELETED for a soft-deleted one (here and below, placed by `at`).
+    if (!(await this.at(s.workspace, () => this.deps.authz.can(caller, 'owner', { workspace })))) {
       throw statementError(
         'PERMISSION_DENIED',
         `You lack permission to manage secrets in workspace '${workspace}': CREATE SECRET needs the owner role on ${workspace}.*`,
@@ -97,7 +98,6 @@ export class StatementExecutor {
         s.workspace,
       );
     }
-    await this.at(s.workspace, async () => assertLive(record));
     const spans = Object.fromEntries(s.options.map((o) => [o.key.value, o.value]));
     await checkSecretValues(spec.type, values, spans, this.deps.resolveHost);
 
@@ -204,7 +204,7 @@ export class StatementExecutor {
     const label = `${ref.workspace}.${ref.collection}.${ref.dataset}`;
     const resource: Resource = { workspace: ref.workspace, collection: ref.collection, dataset: ref.dataset };
     const dataset = await this.deps.catalog.findDataset(ref);
-    if (!dataset || !(await this.deps.authz.can(caller, 'reader', resource))) {
+    if (!dataset || !(await this.at(s.dataset, () => this.deps.authz.can(caller, 'reader', resource)))) {
       throw statementError('DATASET_NOT_FOUND', `Dataset ${label} does not exist, or you may not read it`, s.dataset);
     }
     await this.at(s.dataset, () => this.deps.authz.require(caller, 'writer', resource));
@@ -262,10 +262,9 @@ export class StatementExecutor {
 
   private async alterWorkspace(caller: Principal, s: AlterWorkspace, dryRun: boolean): Promise<StatementOutcome> {
     const workspace = s.workspace.value;
-    if (!(await this.deps.authz.can(caller, 'owner', { workspace }))) {
+    if (!(await this.at(s.workspace, () => this.deps.authz.can(caller, 'owner', { workspace })))) {
       throw statementError('PERMISSION_DENIED', `Only an owner of the whole workspace (${workspace}.*) may change its deletion_protection`, s.workspace);
     }
-    await this.at(s.workspace, () => requireLiveWorkspace(this.deps.workspaces, workspace));
     await this.requireNamespace(workspace, s.workspace);
     const state = s.value.value ? 'ON' : 'OFF';
     const effect = s.value.value ? 'it cannot be deleted until its owner sets it OFF' : 'it can be deleted';
