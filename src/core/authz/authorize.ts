@@ -170,6 +170,16 @@ export class Authorizer {
     return role;
   }
 
+  /**
+   * Throws 409 `WORKSPACE_DELETED` when any of the workspaces is soft-deleted (one query): for what
+   * was read from them earlier under an authorization, such as a job's kept result.
+   */
+  async requireLiveWorkspaces(workspaces: readonly string[]): Promise<void> {
+    if (workspaces.length === 0) return;
+    const [deleted] = await this.states.deletedAmong(workspaces);
+    if (deleted !== undefined) throw workspaceDeleted(deleted);
+  }
+
   private requireLive(standing: Standing, options: AuthorizeOptions = {}): void {
     if (standing.deleted && !options.evenIfDeleted) throw workspaceDeleted(standing.workspace);
   }

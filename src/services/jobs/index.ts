@@ -86,6 +86,7 @@ export function createJobsService(options: JobsOptions) {
     timeoutMs: options.timeoutMs,
     statements,
     refuseExternalReads,
+    requireLiveSources: (sqlText) => planner.requireLiveSources(sqlText),
     prepareAhead: (sqlText) => options.analyzer.warm(sqlText),
     resultRetentionMs: results.retentionMs,
     log: options.log,

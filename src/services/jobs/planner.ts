@@ -140,6 +140,17 @@ export class QueryPlanner {
     }
   }
 
+  /**
+   * 409 `WORKSPACE_DELETED` (core/authz) when the statement reads a dataset of a soft-deleted
+   * workspace: a job's result stays unreadable while a workspace it read is deleted.
+   */
+  async requireLiveSources(sqlText: string): Promise<void> {
+    const analysis = await this.analyzer.analyze(sqlText);
+    if (analysis.kind !== 'select') return;
+    const workspaces = new Set(analysis.tables.filter((t) => t.parts.length === 3).map((t) => t.parts[0].toLowerCase()));
+    await this.authz.requireLiveWorkspaces([...workspaces]);
+  }
+
   private principal(caller: Caller): Principal {
     return { identity: caller.identity, permissions: caller.permissions, scopes: [], credentialId: '', tokenId: '', expiresAt: new Date(0) };
   }

@@ -31,6 +31,8 @@ export interface JobsDeps {
    * permission, type or SCOPE): an HTTP error with the place of the call.
    */
   refuseExternalReads?: (caller: Principal, sqlText: string) => Promise<AppError | undefined>;
+  /** Throws 409 `WORKSPACE_DELETED` while a workspace the statement reads is soft-deleted (results stay unreadable). */
+  requireLiveSources?: (sqlText: string) => Promise<void>;
   /** Starts the work a run of `sqlText` will need (its analysis) while the job is being stored. */
   prepareAhead?: (sqlText: string) => void;
   /** A result is removed this long after its job finished. */
@@ -169,6 +171,7 @@ export class JobsService {
       throw jobsError('RESULTS_EXPIRED', `The results of job ${executionId} were removed at ${job.results_expired_at.toISOString()}, after their retention time; run the query again`);
     }
     if (job.status !== 'succeeded' || !job.result_key) throw jobsError('JOB_HAS_NO_RESULTS', `Job ${executionId} ${job.status}; it has no results`);
+    await this.deps.requireLiveSources?.(job.sql_text);
     return job as JobRow & { result_key: string };
   }
 

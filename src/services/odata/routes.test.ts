@@ -253,7 +253,9 @@ describe('OData service', () => {
       const own = await rows(carol, 'brief/data/items?$top=1000');
       expect(own.statusCode).toBe(200);
       expect((await carol.request('DELETE', '/billing/v1/workspaces/brief')).statusCode).toBeLessThan(300);
-      expect((await get(carol, nextOf(own))).statusCode).toBe(404);
+      const gone = await get(carol, nextOf(own));
+      expect(gone.statusCode).toBe(409);
+      expect(gone.json().code).toBe('WORKSPACE_DELETED');
     });
 
     it('continues a plain read from any page token, on a new cursor or page by page, with the same rows', async () => {
