@@ -38,7 +38,7 @@ export { createPaymentProcessor, type PaymentsConfig } from './payment-config.ts
 export type { PaymentProcessor } from './payment-processor.ts';
 export type { PaymentEvent, PaymentEventHook } from './payment-service.ts';
 export { ServiceAccountService, setAccountPlan, type PlanSettings, type ServiceAccountCredentials } from './service-account-service.ts';
-export { assertLive, requireLiveWorkspace, type WorkspaceDirectory, type WorkspaceEntry } from './workspace-directory.ts';
+export type { WorkspaceDirectory, WorkspaceEntry } from './workspace-directory.ts';
 
 /** The catalog as the account service sees a workspace's namespace. */
 export function catalogNamespaces(catalog: Catalog): NamespacePort {
