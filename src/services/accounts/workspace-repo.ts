@@ -1,4 +1,5 @@
 import type { Kysely, Selectable } from 'kysely';
+import { LRUCache } from 'lru-cache';
 import type { WorkspaceStates } from '../../core/authz/index.ts';
 import type { Database, Db, WorkspaceMemberGrant, WorkspacesTable } from '../../core/db/index.ts';
 import type { WorkspaceDirectory, WorkspaceEntry } from './workspace-directory.ts';
@@ -9,8 +10,19 @@ export type WorkspaceRow = Selectable<WorkspacesTable>;
 /** More writes (notifications) made in the transaction of a workspace change. */
 export type AlsoWrite = (trx: Kysely<Database>, row: WorkspaceRow) => Promise<void>;
 
-/** The account service's own workspace records; other modules see them as a WorkspaceDirectory. */
+/**
+ * How long a workspace's state (deleted or not) is kept for core/authz. This process's own soft
+ * deletes, restores and purges drop it at once; another process's are seen within this bound.
+ */
+export const WORKSPACE_STATE_TTL_MS = 1_000;
+
+/** The account service's own workspace records; other modules see them as a WorkspaceDirectory (and core/authz as WorkspaceStates). */
 export class WorkspaceRepo implements WorkspaceDirectory, WorkspaceStates {
+  /** Whether each workspace is soft-deleted, as last read (authorization asks on every request). */
+  private readonly states = new LRUCache<string, boolean>({ max: 10_000, ttl: WORKSPACE_STATE_TTL_MS });
+  /** Moves with every state change made here, so a read that overlapped one does not keep its answer. */
+  private generation = 0;
+
   constructor(private readonly db: Db) {}
 
   get(name: string): Promise<WorkspaceRow | undefined> {
@@ -22,11 +34,41 @@ export class WorkspaceRepo implements WorkspaceDirectory, WorkspaceStates {
     return row && { name: row.name, billingAccount: row.billing_account, live: row.deleted_at === null };
   }
 
-  /** Which of the named workspaces are soft-deleted: core/authz's WorkspaceStates (one query on the primary key). */
+  /**
+   * Which of the named workspaces are soft-deleted: core/authz's WorkspaceStates. Answers kept for
+   * WORKSPACE_STATE_TTL_MS; the others in one query on the primary key.
+   */
   async deletedAmong(names: readonly string[]): Promise<ReadonlySet<string>> {
-    if (names.length === 0) return new Set();
-    const rows = await this.db.kysely.selectFrom('workspaces').select('name').where('name', 'in', names).where('deleted_at', 'is not', null).execute();
-    return new Set(rows.map((r) => r.name));
+    const deleted = new Set<string>();
+    const unknown: string[] = [];
+    for (const name of names) {
+      const kept = this.states.get(name);
+      if (kept === undefined) unknown.push(name);
+      else if (kept) deleted.add(name);
+    }
+    if (unknown.length === 0) return deleted;
+    const generation = this.generation;
+    const rows = await this.db.kysely.selectFrom('workspaces').select('name').where('name', 'in', unknown).where('deleted_at', 'is not', null).execute();
+    const found = new Set(rows.map((r) => r.name));
+    for (const name of unknown) {
+      if (found.has(name)) deleted.add(name);
+      if (generation === this.generation) this.states.set(name, found.has(name));
+    }
+    return deleted;
+  }
+
+  /** Runs a change of the workspace's state; its kept state is dropped before and after (once committed). */
+  private async changing<T>(name: string, change: () => Promise<T>): Promise<T> {
+    const forget = () => {
+      this.generation++;
+      this.states.delete(name);
+    };
+    forget();
+    try {
+      return await change();
+    } finally {
+      forget();
+    }
   }
 
   /**
@@ -52,7 +94,7 @@ export class WorkspaceRepo implements WorkspaceDirectory, WorkspaceStates {
   }
 
   async softDelete(name: string, by: string, purgeAfter: Date, also?: AlsoWrite): Promise<WorkspaceRow> {
-    return this.db.kysely.transaction().execute(async (trx) => {
+    return this.changing(name, () => this.db.kysely.transaction().execute(async (trx) => {
       const row = await trx
         .updateTable('workspaces')
         .set({ deleted_at: new Date(), deleted_by: by, purge_after: purgeAfter })
@@ -61,12 +103,12 @@ export class WorkspaceRepo implements WorkspaceDirectory, WorkspaceStates {
         .executeTakeFirstOrThrow();
       await also?.(trx, row);
       return row;
-    });
+    }));
   }
 
   /** Clears the deletion, but only while the grace window is open (returns undefined otherwise). */
   async restore(name: string, now: Date, also?: AlsoWrite): Promise<WorkspaceRow | undefined> {
-    return this.db.kysely.transaction().execute(async (trx) => {
+    return this.changing(name, () => this.db.kysely.transaction().execute(async (trx) => {
       const row = await trx
         .updateTable('workspaces')
         .set({ deleted_at: null, deleted_by: null, purge_after: null })
@@ -76,7 +118,7 @@ export class WorkspaceRepo implements WorkspaceDirectory, WorkspaceStates {
         .executeTakeFirst();
       if (row) await also?.(trx, row);
       return row;
-    });
+    }));
   }
 
   dueForPurge(now: Date): Promise<WorkspaceRow[]> {
@@ -85,7 +127,7 @@ export class WorkspaceRepo implements WorkspaceDirectory, WorkspaceStates {
 
   /** Removes the record and leaves a tombstone, in one transaction. */
   async purge(name: string, also?: AlsoWrite): Promise<void> {
-    await this.db.kysely.transaction().execute(async (trx) => {
+    await this.changing(name, () => this.db.kysely.transaction().execute(async (trx) => {
       const row = await trx.deleteFrom('workspaces').where('name', '=', name).returningAll().executeTakeFirst();
       if (row) await also?.(trx, row);
       await trx
@@ -93,7 +135,7 @@ export class WorkspaceRepo implements WorkspaceDirectory, WorkspaceStates {
         .values({ name, purged_at: new Date() })
         .onConflict((oc) => oc.column('name').doUpdateSet({ purged_at: new Date() }))
         .execute();
-    });
+    }));
   }
 
   async wasPurged(name: string): Promise<boolean> {
