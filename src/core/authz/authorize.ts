@@ -43,7 +43,8 @@ export interface GrantSource {
 
 /**
  * Which workspaces are soft-deleted (in the grace window before their purge): the account service's
- * workspace records (wired in app.ts), read with one indexed query per call.
+ * workspace records (wired in app.ts), which keep each answer at most a second and drop it at once
+ * when this process changes the workspace's state.
  */
 export interface WorkspaceStates {
   deletedAmong(workspaces: readonly string[]): Promise<ReadonlySet<string>>;
