@@ -174,10 +174,11 @@ function kindAt(tokens: SqlToken[], i: number): StatementKind | undefined {
     case 'CREATE': {
       let k = 1;
       if (w(k) === 'OR' && w(k + 1) === 'REPLACE') k += 2;
+      // CREATE [OR REPLACE] VIEW (not TEMP VIEW: that is DuckDB's, refused as not a query).
+      if (w(k) === 'VIEW') return 'create_view';
       if (SECRET_MODIFIERS.has(w(k) ?? '')) k++;
       if (w(k) === 'SECRET') return 'create_secret';
       if (w(k) === 'TAG') return 'create_tag';
-      if (w(k) === 'VIEW') return 'create_view';
       return undefined;
     }
     default:
