@@ -94,10 +94,10 @@ describe('CREATE VIEW and reading it (invoker\'s rights)', () => {
   it('refuses a reader of the view who may not read its sources, naming the view and the source (never its data)', async () => {
     const read = await query(rita, 'SELECT * FROM sales.reports.big');
     expect(read.status).toBe('failed');
-    expect(read.error.code).toBe('VIEW_SOURCE_NOT_READABLE');
-    expect(read.error.message).toContain('View sales.reports.big');
-    expect(read.error.message).toContain('sales.orders.daily');
-    expect(read.error.message).toContain('invoker');
+    expect(read.error!.code).toBe('VIEW_SOURCE_NOT_READABLE');
+    expect(read.error!.message).toContain('View sales.reports.big');
+    expect(read.error!.message).toContain('sales.orders.daily');
+    expect(read.error!.message).toContain('invoker');
     // /check says the same, at the view's name.
     const sql = 'SELECT id FROM sales.reports.big';
     const checked = await check(rita, sql);
