@@ -229,6 +229,9 @@ export class StatementExecutor {
     if (dataset.kind === 'external') {
       throw statementError('VERSIONING_NOT_SUPPORTED', `Dataset ${label} is listed from an external catalog; it has no snapshots to tag`, s.dataset);
     }
+    if (dataset.kind === 'view') {
+      throw statementError('VERSIONING_NOT_SUPPORTED', `${label} is a logical view: it has no snapshots to tag (a materialized view has)`, s.dataset);
+    }
     return dataset;
   }
 

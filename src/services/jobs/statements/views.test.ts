@@ -125,6 +125,7 @@ describe('CREATE VIEW and reading it (invoker\'s rights)', () => {
     const refusal = await refused(alice, cycle, 400, 'VIEW_CYCLE', 'sales.reports.top');
     expect(refusal.detail).toContain('sales.reports.big → sales.reports.top → sales.reports.big');
     await refused(alice, 'CREATE VIEW sales.reports.self AS SELECT 1 AS x FROM sales.reports.self', 404, 'DATASET_NOT_FOUND', 'sales.reports.self', 'last');
+    await refused(alice, 'CREATE TAG v1 ON sales.reports.big', 400, 'VERSIONING_NOT_SUPPORTED', 'sales.reports.big');
     const travel = await query(rob, "SELECT * FROM sales.reports.big AT (VERSION => 1)");
     expect(travel.error).toMatchObject({ code: 'INVALID_TIME_TRAVEL', message: expect.stringContaining('logical view') });
   });
