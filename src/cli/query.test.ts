@@ -8,12 +8,14 @@ import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { PassThrough } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { signIn } from '../../test/clients.ts';
+import { createWorkspace, signIn, type TestUser } from '../../test/clients.ts';
+import { seedSnapshot } from '../../test/seed.ts';
 import { LakeportClient } from '../client/index.ts';
 import { createTestApp, tempDir, type TestApp } from '../../test/harness.ts';
 import { queryCommand } from './query.ts';
 
 let t: TestApp;
+let user: TestUser;
 const dir = tempDir('lakeport-query-output-');
 const saved = { url: process.env.LAKEPORT_URL, token: process.env.LAKEPORT_TOKEN, id: process.env.LAKEPORT_CLIENT_ID, secret: process.env.LAKEPORT_CLIENT_SECRET };
 
@@ -21,7 +23,7 @@ beforeAll(async () => {
   t = await createTestApp();
   await t.app.listen({ host: '127.0.0.1', port: 0 });
   const { port } = t.app.server.address() as AddressInfo;
-  const user = await signIn(t.app, t.adminToken, 'query-output');
+  user = await signIn(t.app, t.adminToken, 'query-output');
   process.env.LAKEPORT_URL = `http://127.0.0.1:${port}`;
   process.env.LAKEPORT_TOKEN = user.token;
   delete process.env.LAKEPORT_CLIENT_ID;
@@ -117,5 +119,19 @@ describe('lakeport query --output', { timeout: 60_000 }, () => {
     const refused = await query('SELECT 1', '--output', path.join(dir.dir, 'x.txt'), '--format', 'table');
     expect(refused.code).toBe(2);
     expect(refused.stderr).toMatch(/^lakeport: usage: /);
+  });
+});
+
+describe('lakeport query over a logical view', { timeout: 60_000 }, () => {
+  it('creates a view with a statement and reads it through jobs (docs/views.md)', async () => {
+    await createWorkspace(user, 'cliviews');
+    await seedSnapshot(t, { workspace: 'cliviews', collection: 'c', dataset: 'nums' }, [{ name: 'n', type: 'BIGINT', nullable: false }], 'SELECT i AS n FROM range(1, 101) t(i)');
+    const made = await query('CREATE VIEW cliviews.c.evens AS SELECT n FROM cliviews.c.nums WHERE n % 2 = 0', '--output', path.join(dir.dir, 'made.csv'));
+    expect(made, made.stderr).toMatchObject({ code: 0 });
+    expect(fs.readFileSync(path.join(dir.dir, 'made.csv'), 'utf8')).toContain('View cliviews.c.evens created');
+    const file = path.join(dir.dir, 'evens.csv');
+    const run = await query('SELECT count(*) AS c, sum(n)::BIGINT AS s FROM cliviews.c.evens', '--output', file);
+    expect(run, run.stderr).toMatchObject({ code: 0, stderr: '' });
+    expect(fs.readFileSync(file, 'utf8').trimEnd().split('\n')).toEqual(['c,s', '50,2550']);
   });
 });

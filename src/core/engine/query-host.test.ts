@@ -42,6 +42,20 @@ describe('job queries in a child process', () => {
     expect(e.pid).not.toBe(process.pid);
   });
 
+  it('builds logical views (SandboxView.sql) in the child, and reports one that no longer binds as a query error naming it', async () => {
+    const e = engine();
+    const views = [
+      { name: ['ws', 'c', 'v'], columns: [{ name: 'n', type: 'BIGINT' }], files: [], sql: 'SELECT range AS n FROM range(5)', label: 'ws.c.v' },
+      { name: ['ws', 'c', 'w'], columns: [{ name: 'n', type: 'BIGINT' }], files: [], sql: 'SELECT n * 2 AS n FROM ws.c.v', label: 'ws.c.w' },
+    ];
+    const ok = await e.run(request('SELECT sum(n) AS s FROM ws.c.w', { views })).done;
+    expect(ok.rowCount).toBe(1);
+    const broken = [{ name: ['ws', 'c', 'v'], columns: [{ name: 'gone', type: 'BIGINT' }], files: [], sql: 'SELECT 1 AS n', label: 'ws.c.v' }];
+    const failed = e.run(request('SELECT * FROM ws.c.v', { views: broken })).done;
+    await expect(failed).rejects.toBeInstanceOf(SandboxQueryError);
+    await expect(failed).rejects.toThrow(/^View ws\.c\.v: .*gone/);
+  });
+
   it('survives a query that crashes DuckDB natively, and the next query runs in a new process', async () => {
     const e = engine();
     await e.run(request('SELECT 1')).done;

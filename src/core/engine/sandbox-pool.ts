@@ -98,7 +98,7 @@ function specOf(identity: string, views: SandboxView[]): Spec {
   const signatures = new Map<string, string>();
   const canonical = views
     .map((v) => {
-      const body = JSON.stringify([v.files.map((f) => path.resolve(f)), v.columns.map((c) => [c.name, c.type])]);
+      const body = JSON.stringify([v.files.map((f) => path.resolve(f)), v.columns.map((c) => [c.name, c.type]), v.sql ?? null]);
       signatures.set(v.name.join('\u0000').toLowerCase(), body);
       return [v.name, body] as const;
     })

@@ -106,6 +106,15 @@ export interface SandboxView {
   files: string[];
   /** The dataset's columns, in order (DuckDB types, or Lakeport's IPV4); the view always has exactly this shape. */
   columns: { name: string; type: string }[];
+  /**
+   * A logical view (docs/views.md): instead of files, one SELECT (checked by the analyzer, its
+   * dataset names already rewritten) over views listed before this one; the view is `SELECT <columns>
+   * FROM (<sql>)`, so its column names stay the stored ones. A failure to bind it (a source's column
+   * dropped) is a SandboxQueryError prefixed `View <label>: `.
+   */
+  sql?: string;
+  /** The view's name for messages (`ws.coll.v`). */
+  label?: string;
 }
 
 export interface SandboxOptions {
@@ -259,7 +268,7 @@ function checkViews(views: SandboxView[]): void {
     for (const column of view.columns) {
       if (names.has(column.name.toLowerCase())) throw new Error(`The view ${view.name.join('.')} has two columns named ${column.name}`);
       names.add(column.name.toLowerCase());
-      if (!TYPE_PATTERN.test(physicalType(column.type))) throw new Error(`Unsupported column type ${JSON.stringify(column.type)}`);
+      if (view.sql === undefined && !TYPE_PATTERN.test(physicalType(column.type))) throw new Error(`Unsupported column type ${JSON.stringify(column.type)}`);
     }
   }
 }
@@ -339,6 +348,16 @@ export class SandboxEngine {
           await connection.run(`CREATE SCHEMA IF NOT EXISTS ${quoteIdent(catalog)}.${quoteIdent(schema)}`);
           schemas.add(schemaKey);
         }
+        if (view.sql !== undefined) {
+          // The analyzer proved the text one complete SELECT: it cannot close this parenthesis (a line comment ends at our newline).
+          const body = `SELECT ${view.columns.map((c) => quoteIdent(c.name)).join(', ')} FROM (\n${view.sql}\n) AS ${quoteIdent('view')}`;
+          try {
+            await connection.run(`CREATE VIEW ${view.name.map(quoteIdent).join('.')} AS ${body}`);
+          } catch (error) {
+            throw new SandboxQueryError(`View ${view.label ?? view.name.join('.')}: ${parseDuckDBError(error).message} (a dataset it reads was changed since the view was created: recreate it with CREATE OR REPLACE VIEW)`, undefined, parseDuckDBError(error).type);
+          }
+          continue;
+        }
         await connection.run(`CREATE VIEW ${view.name.map(quoteIdent).join('.')} AS ${await datasetRelation(connection, view)}`);
       }
       // The set-up connection is ours alone; jobs get fresh ones.
@@ -348,6 +367,7 @@ export class SandboxEngine {
       connection?.closeSync();
       instance?.closeSync();
       fs.rmSync(workDirectory, { recursive: true, force: true });
+      if (error instanceof SandboxQueryError) throw error;
       throw new Error(`Could not open the sandbox: ${parseDuckDBError(error).message}`, { cause: error });
     }
   }

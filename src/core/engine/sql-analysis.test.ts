@@ -286,6 +286,10 @@ describe("Lakeport's own statements", () => {
       ['-- why\nrevoke writer ON ws FROM bob;', 'revoke'],
       ['ALTER WORKSPACE sales SET deletion_protection = true', 'alter_workspace'],
       ['GRANT this is not even valid', 'grant'],
+      ['CREATE OR REPLACE VIEW ws.c.v AS SELECT 1', 'create_view'],
+      ['DROP VIEW IF EXISTS ws.c.v', 'drop_view'],
+      ["COMMENT ON COLUMN ws.c.d.x IS 'y'", 'comment'],
+      ['ALTER DATASET ws.c.d SET SORTED BY (x)', 'alter_dataset'],
     ];
     for (const [sql, statement] of cases) {
       const a = await analyzer.analyze(sql);
@@ -297,6 +301,7 @@ describe("Lakeport's own statements", () => {
 
   it('are not confused with DuckDB statements that share a first word', async () => {
     expect(await refused('CREATE TABLE secret (a INT)')).toMatchObject({ code: 'STATEMENT_NOT_ALLOWED' });
+    expect(await refused('CREATE TEMP VIEW v AS SELECT 1')).toMatchObject({ code: 'STATEMENT_NOT_ALLOWED' });
     expect(await refused('ALTER TABLE workspace ADD COLUMN b INT')).toMatchObject({ code: 'STATEMENT_NOT_ALLOWED' });
     expect(names(await select('SELECT grant FROM ws.c.revoke'))).toEqual(['ws.c.revoke']);
   });

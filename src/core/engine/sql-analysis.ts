@@ -62,7 +62,7 @@ export interface FunctionArg {
   itemPositions?: (number | undefined)[];
 }
 
-export type LakeportStatement = 'create_secret' | 'grant' | 'revoke' | 'alter_workspace';
+export type LakeportStatement = 'create_secret' | 'grant' | 'revoke' | 'alter_workspace' | 'alter_dataset' | 'create_view' | 'drop_view' | 'comment';
 
 export type RefusalCode =
   | 'EMPTY_STATEMENT'
@@ -360,9 +360,14 @@ function lakeportStatement(tokens: SqlToken[]): LakeportStatement | undefined {
   if (first === 'GRANT') return 'grant';
   if (first === 'REVOKE') return 'revoke';
   if (first === 'ALTER' && upperWord(tokens[1]) === 'WORKSPACE') return 'alter_workspace';
+  if (first === 'ALTER' && upperWord(tokens[1]) === 'DATASET') return 'alter_dataset';
+  if (first === 'DROP' && upperWord(tokens[1]) === 'VIEW') return 'drop_view';
+  if (first === 'COMMENT' && upperWord(tokens[1]) === 'ON') return 'comment';
   if (first === 'CREATE') {
     let i = 1;
     if (upperWord(tokens[i]) === 'OR' && upperWord(tokens[i + 1]) === 'REPLACE') i += 2;
+    // CREATE VIEW (not TEMP VIEW: that is DuckDB's, refused as not a query) is Lakeport's logical view.
+    if (upperWord(tokens[i]) === 'VIEW') return 'create_view';
     if (['PERSISTENT', 'TEMPORARY', 'TEMP'].includes(upperWord(tokens[i]) ?? '')) i++;
     if (upperWord(tokens[i]) === 'SECRET') return 'create_secret';
   }

@@ -34,7 +34,14 @@ export class QueryChecker {
     // permissions and SCOPEs): the check reads no data, so the result's shape is known only when
     // the job runs.
     if (prepared.query.external.length > 0) return { ok: true, columns: null, relations };
-    const sandbox = await Sandbox.open(prepared.query.views, { threads: 1, memoryLimit: '256MB' });
+    let sandbox: Sandbox;
+    try {
+      sandbox = await Sandbox.open(prepared.query.views, { threads: 1, memoryLimit: '256MB' });
+    } catch (error) {
+      // A view that no longer binds over its sources (docs/views.md): no position in this text.
+      if (!(error instanceof SandboxQueryError)) throw error;
+      return { ok: false, error: this.underline(sqlText, { code: 'QUERY_ERROR', message: error.message }), relations };
+    }
     try {
       const columns = await sandbox.describe(prepared.query.sql, prepared.query.params);
       return { ok: true, columns, relations };

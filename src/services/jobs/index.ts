@@ -9,6 +9,7 @@ import type { Logger } from '../../core/logger.ts';
 import { QueryChecker } from './check.ts';
 import { jobsError } from './errors.ts';
 import { ExternalFetcher, ExternalReadPlanner, type ExternalReadOptions } from './external/index.ts';
+import { ViewDescriber } from './views.ts';
 import { QueryPlanner } from './planner.ts';
 import { JobRepo } from './repo.ts';
 import { jobRoutes } from './routes.ts';
@@ -69,7 +70,7 @@ export function createJobsService(options: JobsOptions) {
   const limits = { perJob: results.maxBytes, perIdentity: results.quotaBytes, retainedBy: (owner: string) => repo.retainedResultBytes(owner) };
   const runner = new SandboxJobRunner(planner, options.blobs, engines, limits, external, log);
   const pool = new WorkerPool(repo, runner, workerOptions, log);
-  const statements = new LakeportStatements({ ...options.statements, db: options.db, authz: options.authz, catalog: options.catalog, repo, blobs: options.blobs, timeoutMs: options.timeoutMs, log });
+  const statements = new LakeportStatements({ ...options.statements, db: options.db, authz: options.authz, catalog: options.catalog, repo, blobs: options.blobs, timeoutMs: options.timeoutMs, log, views: new ViewDescriber(planner) });
   const refuseExternalReads = async (caller: Principal, sqlText: string) => {
     const refusal = await planner.refuseExternalReads(caller, sqlText);
     if (!refusal) return undefined;

@@ -22,6 +22,53 @@ export interface PreparedQuery {
   render(files: string[][]): string;
   /** Maps an offset in `sql` back to the user's text, when it can. */
   toOriginal(offset: number): number | undefined;
+  /** The three-part names the text reads directly (lowercased, in text order): a view's `sources`. */
+  sources: string[];
+}
+
+/** How deep views may nest (a view over a view over …). */
+export const MAX_VIEW_DEPTH = 16;
+
+/** A piece of text to replace: a name, or (a number) the READ_* call `external[n]`. */
+interface Edit {
+  start: number;
+  end: number;
+  text: string | number;
+}
+
+interface Refusal {
+  code: JobFailureCode;
+  message: string;
+  position?: number;
+}
+
+interface ResolveContext {
+  principal: Principal;
+  views: Map<string, SandboxView>;
+  withFiles: boolean;
+  /** The views being resolved, outermost first (for messages, cycles and depth). */
+  stack: string[];
+  /** When planning a CREATE VIEW: the view's own name, which its definition must not reach. */
+  self?: string;
+}
+
+/** The text with the edits made (`external` renders a READ_* call's edit). */
+function applyEdits(sql: string, edits: Edit[], external: (index: number) => string): string {
+  const sorted = [...edits].sort((a, b) => a.start - b.start);
+  let out = '';
+  let at = 0;
+  for (const edit of sorted) {
+    out += sql.slice(at, edit.start) + (typeof edit.text === 'string' ? edit.text : external(edit.text));
+    at = edit.end;
+  }
+  return out + sql.slice(at);
+}
+
+/** A logical view's SQL (`properties.view.definition`), as CREATE VIEW stored it. */
+export function viewDefinition(dataset: Pick<Dataset, 'properties'>): string | undefined {
+  const view = dataset.properties.view;
+  const definition = typeof view === 'object' && view !== null && !Array.isArray(view) ? (view as Record<string, unknown>).definition : undefined;
+  return typeof definition === 'string' ? definition : undefined;
 }
 
 export type Prepared = { ok: true; query: PreparedQuery } | { ok: false; error: JobFailure };
@@ -155,12 +202,24 @@ export class QueryPlanner {
     return { identity: caller.identity, permissions: caller.permissions, scopes: [], credentialId: '', tokenId: '', expiresAt: new Date(0) };
   }
 
-  async prepare(caller: Caller, sqlText: string, values: Record<string, ParamValue>, options: { withFiles: boolean }): Promise<Prepared> {
+  /**
+   * `view`: the text is the SELECT of a CREATE VIEW named `self` (which it must not reach): it may
+   * not take parameters or read private storage.
+   */
+  async prepare(caller: Caller, sqlText: string, values: Record<string, ParamValue>, options: { withFiles: boolean; view?: { self: string } }): Promise<Prepared> {
     const fail = (code: JobFailureCode, message: string, position?: number): Prepared => ({ ok: false, error: jobError(sqlText, code, message, position) });
     const analysis = await this.analyzer.analyze(sqlText);
     if (analysis.kind === 'refused') return fail(analysis.code, analysis.message, analysis.position);
-    if (analysis.kind === 'lakeport') return fail('STATEMENT_NOT_SUPPORTED', `${analysis.statement.replace('_', ' ').toUpperCase()} is not available in this version of Lakeport`);
+    if (analysis.kind === 'lakeport') {
+      if (options.view) return fail('NOT_A_QUERY', 'A view is defined by one SELECT query');
+      return fail('STATEMENT_NOT_SUPPORTED', `${analysis.statement.replace('_', ' ').toUpperCase()} is not available in this version of Lakeport`);
+    }
     const calls = externalCalls(analysis.tableFunctions);
+    if (options.view) {
+      if (calls.length > 0) return fail('TABLE_FUNCTION_NOT_ALLOWED', 'A view reads datasets only: READ_* of private storage cannot be part of a view', calls[0].position);
+      const placeholder = analysis.rewritten.placeholders[0];
+      if (placeholder) return fail('UNSUPPORTED_PARAMETER', `A view cannot take parameters (:${placeholder.name}): write the value into its SELECT`, placeholder.start);
+    }
     const fn = analysis.tableFunctions.find((f) => !GENERATORS.has(f.name) && !calls.includes(f));
     if (fn) {
       const hint = EXTERNAL_READERS.has(fn.name)
@@ -196,69 +255,123 @@ export class QueryPlanner {
     const sql = analysis.rewritten.sql;
     const tokens = tokenizeSql(sql);
     /** Pieces of text to replace, all found in `sql` first and then replaced together. */
-    const edits: { start: number; end: number; text: string | number }[] = [];
+    const edits: Edit[] = [];
     for (const [index, read] of external.entries()) {
       const span = callSpan(tokens, read.position);
       if (!span) return fail('INVALID_EXTERNAL_READ', `Could not find where the ${read.fn}() call ends`, read.position);
       edits.push({ ...span, text: index });
     }
     const views = new Map<string, SandboxView>();
+    const refused = await this.resolveTables({ principal, views, withFiles: options.withFiles, stack: [], self: options.view?.self }, analysis.tables, tokens, edits);
+    if (refused) return fail(refused.code, refused.message, refused.position);
+    // Edits never overlap: a READ_* call's arguments are literals, so no dataset is named inside one.
+    const render = (files: string[][]) => applyEdits(sql, edits, (p) => renderRead(external[p], files[p] ?? []));
+    // Offsets before the first edit are the same in the rewritten text; after it they moved.
+    const unmoved = edits.length > 0 ? Math.min(...edits.map((e) => e.start)) : Number.POSITIVE_INFINITY;
+    const toOriginal = (offset: number) => (offset < unmoved ? analysis.rewritten.toOriginal(offset) : undefined);
+    const sources = [...new Set(analysis.tables.filter((t) => t.parts.length === 3).map((t) => t.parts.join('.').toLowerCase()))];
+    return { ok: true, query: { sql: render([]), params, views: [...views.values()], external, render, toOriginal, sources } };
+  }
+
+  /**
+   * Resolves the three-part names of one text (the user's, or a view's definition) into sandbox
+   * views, adding `edits` where a name must be written otherwise. A logical view is replaced by its
+   * definition, resolved the same way with the same reader (invoker's rights, docs/views.md), its
+   * sources added to the sandbox before it. Undefined when every name resolved; else the refusal,
+   * at the position of the reference in this text.
+   */
+  private async resolveTables(ctx: ResolveContext, tables: TableRef[], tokens: SqlToken[], edits: Edit[]): Promise<Refusal | undefined> {
+    const inView = ctx.stack.length > 0 ? `View ${ctx.stack.join(' → ')}` : undefined;
     // From the last reference back (the order errors have always been reported in).
-    for (const ref of [...analysis.tables].sort((a, b) => (b.position ?? 0) - (a.position ?? 0))) {
+    for (const ref of [...tables].sort((a, b) => (b.position ?? 0) - (a.position ?? 0))) {
+      const refuse = (code: JobFailureCode, message: string): Refusal => ({ code, message, position: ref.position });
       if (ref.parts.length !== 3) {
-        return fail('UNKNOWN_TABLE', `'${ref.parts.join('.')}' is not a dataset: name datasets as workspace.collection.dataset`, ref.position);
+        return refuse('UNKNOWN_TABLE', `${inView ? `${inView}: ` : ''}'${ref.parts.join('.')}' is not a dataset: name datasets as workspace.collection.dataset`);
       }
       const [workspace, collection, name] = ref.parts.map((p) => p.toLowerCase());
       const label = `${workspace}.${collection}.${name}`;
       const dataset = await this.findDataset({ workspace, collection, dataset: name });
       let readable: boolean;
       try {
-        readable = dataset !== undefined && (await this.authz.can(principal, 'reader', { workspace, collection, dataset: name }));
+        readable = dataset !== undefined && (await this.authz.can(ctx.principal, 'reader', { workspace, collection, dataset: name }));
       } catch (error) {
         // core/authz: readable, but in a soft-deleted workspace.
-        if (isAppError(error, 'WORKSPACE_DELETED')) return fail('WORKSPACE_DELETED', `${error.message} (${label})`, ref.position);
+        if (isAppError(error, 'WORKSPACE_DELETED')) return refuse('WORKSPACE_DELETED', `${inView ? `${inView}: ` : ''}${error.message} (${label})`);
         throw error;
       }
-      if (!dataset || !readable) return fail('DATASET_NOT_FOUND', `Dataset ${label} does not exist, or you may not read it`, ref.position);
-      if (dataset.kind === 'external') return fail('VERSIONING_NOT_SUPPORTED', `Dataset ${label} is listed from an external catalog and cannot be queried here`, ref.position);
+      if (inView && !dataset) {
+        return refuse('DATASET_NOT_FOUND', `${inView}: it reads ${label}, which no longer exists (dropped or renamed); recreate the view with CREATE OR REPLACE VIEW`);
+      }
+      if (inView && !readable) {
+        return refuse(
+          'VIEW_SOURCE_NOT_READABLE',
+          `${inView}: it reads ${label}, which you may not read. Views run with the reader's own grants (invoker's rights): reading the view needs reader on ${label} too`,
+        );
+      }
+      if (!dataset || !readable) return refuse('DATASET_NOT_FOUND', `Dataset ${label} does not exist, or you may not read it`);
+      if (dataset.kind === 'external') return refuse('VERSIONING_NOT_SUPPORTED', `${inView ? `${inView}: ` : ''}Dataset ${label} is listed from an external catalog and cannot be queried here`);
       let snapshotId: number | null = dataset.current_snapshot_id;
       let viewName: [string, string, string] = [catalogOf(workspace), collection, name];
+      if (dataset.kind === 'view') {
+        if (ref.version) return refuse('INVALID_TIME_TRAVEL', `${label} is a logical view: it has no versions, so AT (VERSION => …) cannot apply to it (it always reads its sources' current versions)`);
+        const failure = await this.resolveView(ctx, dataset, viewName, label);
+        if (failure) return { ...failure, position: ref.position };
+      }
       if (ref.version) {
-        if (ref.version.kind === 'timestamp') return fail('INVALID_TIME_TRAVEL', 'Time travel by timestamp is not supported; use a tag or a snapshot id', ref.position);
+        if (ref.version.kind === 'timestamp') return refuse('INVALID_TIME_TRAVEL', 'Time travel by timestamp is not supported; use a tag or a snapshot id');
         const selector = ref.version.kind === 'tag' ? { kind: 'tag' as const, name: ref.version.name } : { kind: 'id' as const, snapshotId: ref.version.snapshotId };
         try {
           snapshotId = (await this.catalog.resolveSnapshotOf(dataset, selector)).snapshot_id;
         } catch (error) {
-          if (error instanceof AppError && error.status < 500) return fail('SNAPSHOT_NOT_FOUND', `${label}: ${error.message}`, ref.position);
+          if (error instanceof AppError && error.status < 500) return refuse('SNAPSHOT_NOT_FOUND', `${inView ? `${inView}: ` : ''}${label}: ${error.message}`);
           throw error;
         }
         viewName = [viewName[0], collection, `${name}@${snapshotId}`];
         const span = referenceSpan(tokens, ref);
-        if (!span) return fail('INVALID_TIME_TRAVEL', `Could not read the AT clause of ${label}`, ref.position);
+        if (!span) return refuse('INVALID_TIME_TRAVEL', `Could not read the AT clause of ${label}`);
         edits.push({ ...span, text: viewName.map(quote).join('.') });
       } else if (viewName[0] !== workspace) {
         const span = nameSpan(tokens, ref);
-        if (!span) return fail('UNKNOWN_TABLE', `Could not read the name of ${label}: write it as ${workspace}.${collection}.${name}`, ref.position);
+        if (!span) return refuse('UNKNOWN_TABLE', `Could not read the name of ${label}: write it as ${workspace}.${collection}.${name}`);
         edits.push({ ...span, text: viewName.map(quote).join('.') });
       }
       const key = viewName.join('\u0000');
-      if (!views.has(key)) views.set(key, await this.view(viewName, dataset, snapshotId, options.withFiles));
+      if (dataset.kind !== 'view' && !ctx.views.has(key)) ctx.views.set(key, await this.view(viewName, dataset, snapshotId, ctx.withFiles));
     }
-    // The text between the edits, and the edits, in order (edits never overlap: a READ_* call's
-    // arguments are literals, so no dataset is named inside one).
-    edits.sort((a, b) => a.start - b.start);
-    const pieces: (string | number)[] = [];
-    let at = 0;
-    for (const edit of edits) {
-      pieces.push(sql.slice(at, edit.start), edit.text);
-      at = edit.end;
+    return undefined;
+  }
+
+  /** Adds a logical view (after its sources) to the sandbox's views; the refusal when it cannot be read. */
+  private async resolveView(ctx: ResolveContext, dataset: Dataset, name: [string, string, string], label: string): Promise<Omit<Refusal, 'position'> | undefined> {
+    const key = name.join('\u0000');
+    if (ctx.views.has(key)) return undefined;
+    const path = [...ctx.stack, label];
+    if (ctx.stack.includes(label) || ctx.self === label) {
+      return { code: 'VIEW_CYCLE', message: `View ${[...(ctx.self && ctx.stack[0] !== ctx.self ? [ctx.self] : []), ...path].join(' → ')} reads itself: views cannot be circular` };
     }
-    pieces.push(sql.slice(at));
-    const render = (files: string[][]) => pieces.map((p) => (typeof p === 'string' ? p : renderRead(external[p], files[p] ?? []))).join('');
-    // Offsets before the first edit are the same in the rewritten text; after it they moved.
-    const unmoved = edits.length > 0 ? edits[0].start : Number.POSITIVE_INFINITY;
-    const toOriginal = (offset: number) => (offset < unmoved ? analysis.rewritten.toOriginal(offset) : undefined);
-    return { ok: true, query: { sql: render([]), params, views: [...views.values()], external, render, toOriginal } };
+    if (path.length > MAX_VIEW_DEPTH) return { code: 'QUERY_TOO_COMPLEX', message: `View ${path.join(' → ')}: views nest more than ${MAX_VIEW_DEPTH} deep` };
+    const definition = viewDefinition(dataset);
+    if (definition === undefined) return { code: 'DATASET_NOT_FOUND', message: `View ${label} has no definition: recreate it with CREATE OR REPLACE VIEW` };
+    const analysis = await this.analyzer.analyze(definition);
+    const broken = (message: string) => ({ code: 'QUERY_ERROR' as const, message: `View ${path.join(' → ')}: ${message}` });
+    if (analysis.kind !== 'select') return broken(analysis.kind === 'refused' ? analysis.message : 'its definition is not a SELECT');
+    const fn = analysis.tableFunctions.find((f) => !GENERATORS.has(f.name));
+    if (fn) return broken(`${fn.name}() is not allowed in a view`);
+    const forbidden = analysis.scalarFunctions.find((f) => FILE_OR_ENVIRONMENT_FUNCTIONS.has(f));
+    if (forbidden) return broken(`${forbidden}() is not allowed`);
+    if (analysis.rewritten.names.length > 0) return broken('a view cannot take parameters');
+    const text = analysis.rewritten.sql;
+    const edits: Edit[] = [];
+    const inner = await this.resolveTables({ ...ctx, stack: path }, analysis.tables, tokenizeSql(text), edits);
+    if (inner) return { code: inner.code, message: inner.message };
+    ctx.views.set(key, {
+      name,
+      columns: dataset.columns.map((c) => ({ name: c.name, type: c.type })),
+      files: [],
+      sql: applyEdits(text, edits, () => ''),
+      label,
+    });
+    return undefined;
   }
 
   /** The dataset, or undefined when no dataset has that name (a name that cannot exist included); a database failure throws. */

@@ -20,6 +20,7 @@ export const ODATA_ERRORS = {
   ENTITY_NOT_FOUND: 404,
   // datasets and credentials
   DATASET_NOT_VERSIONED: 400,
+  VIEW_ROWS_NOT_SUPPORTED: 400,
   INVALID_CREDENTIALS: 401,
 } as const;
 

@@ -94,7 +94,7 @@ export const odataRoutes =
         const shaped = options.select !== undefined || options.apply !== undefined;
         const { body, closed } = await deps.pages.open({
           caller,
-          version: odata.version(caller, address),
+          version: odata.version(caller, address, { rows: true }),
           options,
           url: request.url,
           publicUrl: (url) => `${deps.baseUrl()}${url.replace(/^\/odata/, '')}`,
@@ -111,14 +111,14 @@ export const odataRoutes =
       /** `…/$count`: the matching rows' number, as text; the same access check as a page of rows. */
       const datasetCount = async (request: FastifyRequest, reply: FastifyReply, address: DatasetAddress) => {
         const options = parseRowsOptions(query(request));
-        const version = await odata.version(principalOf(request), address);
+        const version = await odata.version(principalOf(request), address, { rows: true });
         return reply.type(TEXT_TYPE).send(await countRows(odata, version, options));
       };
 
       /** `Set(5)`: the row numbered 5 in the version (the key of $metadata), through the same access check as a page of rows. */
       const datasetEntity = async (request: FastifyRequest, reply: FastifyReply, address: DatasetAddress, key: string) => {
         const options = rowsOptions(request);
-        const version = await odata.version(principalOf(request), address);
+        const version = await odata.version(principalOf(request), address, { rows: true });
         const rowId = parseKey(key, entityOf(version.dataset).rowId);
         const { ref } = version;
         const body = await entityText(odata, version, rowId, options, (columns) =>

@@ -5,7 +5,7 @@ import type { RowReader } from '../../core/engine/row-reader.ts';
 import { AppError } from '../../core/errors/index.ts';
 import type { BlobStore } from '../../core/storage/index.ts';
 import { odataError } from './errors.ts';
-import { entitySetName, findEntitySet, lakeportType, propertyNames, supportsVersions } from './metadata/index.ts';
+import { entitySetName, findEntitySet, isLogicalView, lakeportType, propertyNames, servedByOData } from './metadata/index.ts';
 import type { DatasetAccessLookup } from './lookup.ts';
 import type { DatasetVersion, ODataColumn } from './model.ts';
 
@@ -67,7 +67,7 @@ export class ODataService {
   async readableDatasets(caller: Principal): Promise<{ dataset: Dataset; role: DatasetVersion['role']; policies: string[] }[]> {
     const readable: { dataset: Dataset; role: DatasetVersion['role']; policies: string[] }[] = [];
     for (const workspace of await this.deps.authz.workspacesOf(caller)) {
-      const datasets = (await this.deps.catalog.listDatasets(workspace)).filter(supportsVersions);
+      const datasets = (await this.deps.catalog.listDatasets(workspace)).filter(servedByOData);
       const access = await this.deps.authz.accessIn(
         caller,
         workspace,
@@ -117,8 +117,9 @@ export class ODataService {
    * without a grant learns nothing about what exists (403 either way); 404 when it may read there
    * but the dataset, tag or snapshot does not exist; 409 `WORKSPACE_DELETED` (core/authz) when it may
    * read there but the workspace is soft-deleted; 400 for a dataset kind without versions.
+   * A logical view has only @current, and only its description (`rows`: 400 VIEW_ROWS_NOT_SUPPORTED).
    */
-  async version(caller: Principal, address: DatasetAddress, options: { tags?: boolean } = {}): Promise<DatasetVersion> {
+  async version(caller: Principal, address: DatasetAddress, options: { tags?: boolean; rows?: boolean } = {}): Promise<DatasetVersion> {
     const { ref, selector } = address;
     // Looked up together; the answer still depends on the permission first.
     const { standing, dataset } = await this.deps.access.find(caller.identity, ref);
@@ -127,11 +128,23 @@ export class ODataService {
       throw odataError('PERMISSION_DENIED', `'${caller.identity}' may not read ${ref.workspace}/${ref.collection}/${ref.dataset}`);
     }
     if (!dataset) throw odataError('DATASET_NOT_FOUND', `Dataset ${ref.workspace}/${ref.collection}/${ref.dataset} does not exist`);
-    if (!supportsVersions(dataset)) {
+    if (!servedByOData(dataset)) {
       throw odataError(
         'DATASET_NOT_VERSIONED',
         `${ref.workspace}/${ref.collection}/${ref.dataset} is a ${dataset.kind} dataset without snapshot versions; OData cannot serve it`,
       );
+    }
+    if (isLogicalView(dataset)) {
+      const name = `${ref.workspace}/${ref.collection}/${ref.dataset}`;
+      if (address.selector.kind !== 'current') {
+        throw odataError('DATASET_NOT_VERSIONED', `${name} is a logical view: it has no snapshot versions, so @${address.label ?? ''} does not apply (it always reads its sources' current data)`);
+      }
+      if (options.rows) {
+        throw odataError(
+          'VIEW_ROWS_NOT_SUPPORTED',
+          `${name} is a logical view: OData describes it ($metadata) but does not serve its rows; query it with a job (SELECT * FROM ${ref.workspace}.${ref.collection}.${ref.dataset}) or make it a materialized view`,
+        );
+      }
     }
     return this.versionOf(dataset, selector, access.role, access.patterns, options);
   }

@@ -5,7 +5,9 @@ import type { PolicyChange, PolicyPlanner, PolicyRow } from '../../policy/index.
 import type { ParamValue } from '../types.ts';
 import { AppError, isAppError, type ErrorCode } from '../../../core/errors/index.ts';
 import { StatementError, statementError, type Span } from './errors.ts';
-import type { AlterWorkspace, CreateSecret, CreateTag, DropTag, GrantStatement, LakeportStatement } from './parser.ts';
+import type { AlterDatasetSort, AlterWorkspace, CommentOn, CreateSecret, CreateTag, CreateView, DatasetName, DropTag, DropView, GrantStatement, LakeportStatement, Located } from './parser.ts';
+import type { ViewDescriber } from '../views.ts';
+import type { ColumnDef } from '../../../core/db/index.ts';
 import type { SecretStore } from './secret-store.ts';
 import { checkSecretShape, checkSecretValues, type HostResolver } from './secret-types.ts';
 
@@ -16,7 +18,15 @@ export interface ExecutorDeps {
   workspaces: WorkspaceDirectory;
   secrets: SecretStore;
   resolveHost: HostResolver;
+  /** Plans a CREATE VIEW's SELECT as the caller's query job would be planned. */
+  views: ViewDescriber;
 }
+
+/** Planner refusals a CREATE VIEW answers with their own code; the others are INVALID_VIEW_DEFINITION. */
+const VIEW_PLAN_CODES = new Set<ErrorCode>(['DATASET_NOT_FOUND', 'VIEW_SOURCE_NOT_READABLE', 'VIEW_CYCLE', 'UNSUPPORTED_PARAMETER', 'TABLE_FUNCTION_NOT_ALLOWED', 'MULTIPLE_STATEMENTS', 'SYNTAX_ERROR']);
+
+const labelOf = (ref: DatasetName) => `${ref.workspace}.${ref.collection}.${ref.dataset}`;
+const KIND_WORDS: Record<string, string> = { table: 'a table', view: 'a view', materialized_view: 'a materialized view', external: 'an external dataset' };
 
 /** What a statement did (or, checked without running, would do): the one-row result of its job. */
 export interface StatementOutcome {
@@ -49,6 +59,14 @@ export class StatementExecutor {
         return this.dropTag(caller, statement, options.dryRun);
       case 'alter_workspace':
         return this.alterWorkspace(caller, statement, options.dryRun);
+      case 'create_view':
+        return this.createView(caller, statement, options.dryRun);
+      case 'drop_view':
+        return this.dropView(caller, statement, options.dryRun);
+      case 'comment':
+        return this.commentOn(caller, statement, options.dryRun);
+      case 'alter_dataset_sort':
+        return this.alterDatasetSort(caller, statement, options.dryRun);
     }
   }
 
@@ -211,6 +229,9 @@ export class StatementExecutor {
     if (dataset.kind === 'external') {
       throw statementError('VERSIONING_NOT_SUPPORTED', `Dataset ${label} is listed from an external catalog; it has no snapshots to tag`, s.dataset);
     }
+    if (dataset.kind === 'view') {
+      throw statementError('VERSIONING_NOT_SUPPORTED', `${label} is a logical view: it has no snapshots to tag (a materialized view has)`, s.dataset);
+    }
     return dataset;
   }
 
@@ -271,6 +292,148 @@ export class StatementExecutor {
     if (dryRun) return { message: `Would set deletion_protection of workspace ${workspace} ${state}` };
     await this.at(s.span, () => this.deps.catalog.setNamespaceProperties(workspace, { deletion_protection: s.value.value }));
     return { message: `Workspace ${workspace}: deletion_protection is ${state} (${effect})` };
+  }
+  // ── views (docs/views.md) ──
+
+  /** The dataset for a writer: unreadable ones look missing (404), readable-only ones are 403; undefined when missing and `ifExists`. */
+  private async datasetToWrite(caller: Principal, name: Located<DatasetName>, what: string, ifExists = false): Promise<Dataset | undefined> {
+    const ref = name.value;
+    const resource: Resource = { workspace: ref.workspace, collection: ref.collection, dataset: ref.dataset };
+    const dataset = await this.deps.catalog.findDataset(ref);
+    if (!dataset || !(await this.at(name, () => this.deps.authz.can(caller, 'reader', resource)))) {
+      if (ifExists) return undefined;
+      throw statementError('DATASET_NOT_FOUND', `${what} ${labelOf(ref)} does not exist, or you may not read it`, name);
+    }
+    await this.at(name, () => this.deps.authz.require(caller, 'writer', resource));
+    return dataset;
+  }
+
+  private async createView(caller: Principal, s: CreateView, dryRun: boolean): Promise<StatementOutcome> {
+    const ref = s.name.value;
+    const label = labelOf(ref);
+    if (!(await this.at(s.name, () => this.deps.authz.can(caller, 'writer', { workspace: ref.workspace, collection: ref.collection, dataset: ref.dataset })))) {
+      throw statementError('PERMISSION_DENIED', `You may not create ${label}: CREATE VIEW needs the writer role on ${label}`, s.name);
+    }
+    await this.requireNamespace(ref.workspace, s.name);
+    const existing = await this.deps.catalog.findDataset(ref);
+    if (existing && existing.kind !== 'view') {
+      throw statementError('DATASET_KIND_MISMATCH', `${label} is ${KIND_WORDS[existing.kind] ?? existing.kind}, not a view: CREATE OR REPLACE VIEW replaces only views (drop it with DROP DATASET first)`, s.name);
+    }
+    if (existing && !s.orReplace) throw statementError('ALREADY_EXISTS', `View ${label} already exists: use CREATE OR REPLACE VIEW to replace it`, s.name);
+
+    const plan = await this.deps.views.describe(caller, s.query.value, label);
+    if (!plan.ok) {
+      const { code, message, position } = plan.error;
+      let span: Span = s.query;
+      if (position !== undefined) {
+        const start = s.query.start + position;
+        const word = /^[^\s,;()]+/.exec(s.query.value.slice(position));
+        span = { start, end: start + (word ? word[0].length : 1) };
+      }
+      throw statementError(VIEW_PLAN_CODES.has(code as ErrorCode) ? (code as Parameters<typeof statementError>[0]) : 'INVALID_VIEW_DEFINITION', message, span);
+    }
+    // Column descriptions written with COMMENT ON COLUMN survive a replace, by column name.
+    const described = new Map((existing?.columns ?? []).filter((c) => c.description !== undefined).map((c) => [c.name.toLowerCase(), c.description!]));
+    const columns: ColumnDef[] = plan.columns.map((c) => {
+      const description = described.get(c.name.toLowerCase());
+      return { name: c.name, type: c.type, nullable: true, ...(description !== undefined ? { description } : {}) };
+    });
+    const names = new Set<string>();
+    for (const c of columns) {
+      if (names.has(c.name.toLowerCase())) throw statementError('INVALID_VIEW_DEFINITION', `The view's SELECT returns two columns named '${c.name}': give them distinct names with AS`, s.query);
+      names.add(c.name.toLowerCase());
+    }
+    const view = { definition: s.query.value, sources: plan.sources };
+    const reads = plan.sources.length > 0 ? `reads ${plan.sources.join(', ')}` : 'reads no dataset';
+    if (dryRun) return { message: `Would ${existing ? 'replace' : 'create'} view ${label} (${columns.length} column${columns.length === 1 ? '' : 's'}; ${reads})` };
+    const description = s.comment?.value ?? null;
+    const llm = s.comment ? false : null;
+    if (existing) {
+      await this.at(s.name, () =>
+        this.deps.catalog.alterDataset(existing.dataset_id, { columns, description, properties: { view, llm_described: llm } }, caller.identity, { expectedDefinitionVersion: existing.definition_version }),
+      );
+      return { message: `View ${label} replaced (${columns.length} column${columns.length === 1 ? '' : 's'}; ${reads})` };
+    }
+    await this.at(s.name, () =>
+      this.deps.catalog.createDataset(ref, { kind: 'view', columns, description, properties: { view, ...(s.comment ? { llm_described: false } : {}) } }, caller.identity),
+    );
+    return { message: `View ${label} created (${columns.length} column${columns.length === 1 ? '' : 's'}; ${reads})` };
+  }
+
+  private async dropView(caller: Principal, s: DropView, dryRun: boolean): Promise<StatementOutcome> {
+    const label = labelOf(s.name.value);
+    const dataset = await this.datasetToWrite(caller, s.name, 'View', s.ifExists);
+    if (!dataset) return { message: `View ${label} does not exist; nothing dropped` };
+    if (dataset.kind !== 'view') {
+      const use = (dataset.kind as string) === 'materialized_view' ? 'DROP MATERIALIZED VIEW' : 'DROP DATASET';
+      throw statementError('DATASET_KIND_MISMATCH', `${label} is ${KIND_WORDS[dataset.kind] ?? dataset.kind}, not a view: use ${use}`, s.name);
+    }
+    if (dryRun) {
+      const namespace = await this.requireNamespace(dataset.workspace, s.name);
+      if (namespace.guards.drop_protection) throw statementError('GUARDED', `Workspace '${dataset.workspace}' refuses dropping datasets and views (drop_protection)`, s.span);
+      return { message: `Would drop view ${label}` };
+    }
+    await this.at(s.span, () => this.deps.catalog.dropDataset(dataset.dataset_id));
+    return { message: `View ${label} dropped` };
+  }
+
+  // ── COMMENT ON ──
+
+  private async commentOn(caller: Principal, s: CommentOn, dryRun: boolean): Promise<StatementOutcome> {
+    const target = s.target.value;
+    const dataset = (await this.datasetToWrite(caller, s.dataset, target === 'view' ? 'View' : target === 'materialized_view' ? 'Materialized view' : 'Dataset'))!;
+    const label = labelOf(s.dataset.value);
+    if ((target === 'view' || target === 'materialized_view') && dataset.kind !== target) {
+      throw statementError('DATASET_KIND_MISMATCH', `${label} is ${KIND_WORDS[dataset.kind] ?? dataset.kind}: write COMMENT ON DATASET (or the kind it is)`, s.target);
+    }
+    const text = s.text.value;
+    const flag = { llm_described: s.byModel };
+    const by = s.byModel ? ' (written by a model)' : '';
+    let patch;
+    let what: string;
+    if (s.column) {
+      const wanted = s.column.value.toLowerCase();
+      const index = dataset.columns.findIndex((c) => c.name.toLowerCase() === wanted);
+      if (index < 0) {
+        throw statementError('COLUMN_NOT_FOUND', `${label} has no column '${s.column.value.slice(0, 80)}' (its columns: ${dataset.columns.map((c) => c.name).join(', ').slice(0, 500)})`, s.column);
+      }
+      const columns = dataset.columns.map((c, i) => {
+        if (i !== index) return c;
+        const { description: _old, ...rest } = c;
+        return text === null ? rest : { ...rest, description: text };
+      });
+      patch = { columns, properties: flag };
+      what = `column ${dataset.columns[index].name} of ${label}`;
+    } else {
+      patch = { description: text, properties: flag };
+      what = label;
+    }
+    const done = text === null ? 'removed' : 'set';
+    if (dryRun) return { message: `Would ${text === null ? 'remove' : 'set'} the description of ${what}${by}` };
+    await this.at(s.span, () => this.deps.catalog.alterDataset(dataset.dataset_id, patch, caller.identity, { expectedDefinitionVersion: dataset.definition_version }));
+    return { message: `Description of ${what} ${done}${by}` };
+  }
+
+  // ── ALTER DATASET ── (ROLLBACK, EXPIRE SNAPSHOTS and COMPACT are other actions of the same statement)
+
+  private async alterDatasetSort(caller: Principal, s: AlterDatasetSort, dryRun: boolean): Promise<StatementOutcome> {
+    const dataset = (await this.datasetToWrite(caller, s.dataset, 'Dataset'))!;
+    const label = labelOf(s.dataset.value);
+    if (dataset.kind === 'view' || dataset.kind === 'external') {
+      throw statementError('DATASET_KIND_MISMATCH', `${label} is ${KIND_WORDS[dataset.kind]}: it keeps no rows of its own, so it has no sort order (sort a view's rows with ORDER BY)`, s.dataset);
+    }
+    let sortOrder: { column: string; direction: 'asc' | 'desc' }[] | null = null;
+    if (s.keys) {
+      sortOrder = s.keys.map((key) => {
+        const column = dataset.columns.find((c) => c.name.toLowerCase() === key.value.column.toLowerCase());
+        if (!column) throw statementError('COLUMN_NOT_FOUND', `${label} has no column '${key.value.column.slice(0, 80)}' (its columns: ${dataset.columns.map((c) => c.name).join(', ').slice(0, 500)})`, key);
+        return { column: column.name, direction: key.value.direction };
+      });
+    }
+    const described = sortOrder ? sortOrder.map((k) => `${k.column} ${k.direction.toUpperCase()}`).join(', ') : '';
+    if (dryRun) return { message: sortOrder ? `Would declare ${label} sorted by ${described}` : `Would remove the sort order of ${label}` };
+    await this.at(s.span, () => this.deps.catalog.alterDataset(dataset.dataset_id, { properties: { sort_order: sortOrder } }, caller.identity, { expectedDefinitionVersion: dataset.definition_version }));
+    return { message: sortOrder ? `${label} is declared sorted by ${described}` : `${label} has no declared sort order` };
   }
 }
 

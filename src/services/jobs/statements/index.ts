@@ -15,6 +15,7 @@ import { StatementExecutor } from './executor.ts';
 import { isLakeportText, parseStatement, redactedSecretText, type LakeportStatement } from './parser.ts';
 import { SecretStore } from './secret-store.ts';
 import { systemResolver, type HostResolver } from './secret-types.ts';
+import type { ViewDescriber } from '../views.ts';
 
 export { SecretStore } from './secret-store.ts';
 export { isLakeportText, parseStatement, redactedSecretText } from './parser.ts';
@@ -39,12 +40,15 @@ export interface StatementDeps extends StatementOptions {
   blobs: BlobStore;
   timeoutMs: number;
   log: Logger;
+  /** Plans CREATE VIEW's SELECT as a query job (the job service's planner). */
+  views: ViewDescriber;
 }
 
 const RESULT_COLUMNS = [{ name: 'status', type: 'VARCHAR' }];
 
 /**
- * Lakeport's own statements (CREATE SECRET, GRANT, REVOKE, CREATE/DROP TAG, ALTER WORKSPACE) as the
+ * Lakeport's own statements (CREATE SECRET, GRANT, REVOKE, CREATE/DROP TAG, ALTER WORKSPACE, CREATE/DROP
+ * VIEW, COMMENT ON, ALTER DATASET … SORTED BY) as the
  * job service runs them: they change metadata only, so they run inside the submit request. Success is
  * a job that is already `succeeded`, with a one-row result (`status`: what was done); an error is an
  * HTTP error of the submit and leaves no job behind.
@@ -65,6 +69,7 @@ export class LakeportStatements {
       workspaces: deps.workspaces,
       secrets: this.secrets,
       resolveHost: deps.resolveHost ?? systemResolver,
+      views: deps.views,
     });
   }
 

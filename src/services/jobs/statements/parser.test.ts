@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { StatementError } from './errors.ts';
-import { isLakeportText, parseStatement, redactedSecretText, type CreateSecret } from './parser.ts';
+import { isLakeportText, parseStatement, redactedSecretText, type AlterDatasetSort, type CommentOn, type CreateSecret, type CreateView } from './parser.ts';
 
 /** The error a statement gives, with the text it points at. */
 function errorOf(sql: string) {
@@ -350,6 +350,47 @@ describe('ALTER WORKSPACE', () => {
     ['ALTER WORKSPACE sales RESET deletion_protection', 'SYNTAX_ERROR', 'RESET'],
   ])('%s → %s', (sql, code, at) => {
     expect(errorOf(sql)).toMatchObject({ code, at });
+  });
+});
+
+describe('views, COMMENT ON and ALTER DATASET', () => {
+  it('is recognised, and SELECT texts mentioning views are not', () => {
+    for (const sql of ['CREATE VIEW a.b.c AS SELECT 1', 'create or replace view a.b.c as select 1', 'DROP VIEW a.b.c', "COMMENT ON DATASET a.b.c IS 'x'", 'ALTER DATASET a.b.c UNSET SORTED BY']) {
+      expect(isLakeportText(sql), sql).toBe(true);
+    }
+    for (const sql of ['SELECT view FROM a.b.c', "SELECT 'CREATE VIEW' AS x", 'CREATE TEMP VIEW v AS SELECT 1']) expect(isLakeportText(sql), sql).toBe(false);
+  });
+
+  it('CREATE VIEW keeps the SELECT as written, with where it starts, and without a trailing ;', () => {
+    const sql = "CREATE OR REPLACE VIEW \"Sales\".r.v COMMENT = 'It''s big' AS\n  SELECT 1 AS x -- note\n;";
+    const v = parseStatement(sql) as CreateView;
+    expect(v).toMatchObject({ kind: 'create_view', orReplace: true, name: { value: { workspace: 'sales', collection: 'r', dataset: 'v' } }, comment: { value: "It's big" } });
+    // From after AS to its last token: a trailing comment and ; are not part of it.
+    expect(v.query.value).toBe('SELECT 1 AS x');
+    expect(sql.slice(v.query.start, v.query.end)).toBe(v.query.value);
+    expect(errorOf('CREATE VIEW a.b.c AS')).toMatchObject({ code: 'SYNTAX_ERROR', at: 'AS' });
+    expect(errorOf('CREATE VIEW a.b AS SELECT 1')).toMatchObject({ code: 'SYNTAX_ERROR', at: 'AS' });
+    expect(errorOf('CREATE VIEW IF NOT EXISTS a.b.c AS SELECT 1')).toMatchObject({ code: 'STATEMENT_NOT_SUPPORTED', at: 'IF' });
+    expect(errorOf('CREATE VIEW a.b.c COMMENT 42 AS SELECT 1')).toMatchObject({ code: 'SYNTAX_ERROR', at: '42' });
+    expect(errorOf('DROP VIEW a.b.c.d')).toMatchObject({ code: 'SYNTAX_ERROR', at: '.' });
+  });
+
+  it('COMMENT ON parses the target, a four-part column name, NULL and BY MODEL', () => {
+    const c = parseStatement('COMMENT ON COLUMN a.b.c."Order ID" IS NULL BY MODEL') as CommentOn;
+    expect(c).toMatchObject({ kind: 'comment', target: { value: 'column' }, dataset: { value: { workspace: 'a', collection: 'b', dataset: 'c' } }, column: { value: 'Order ID' }, text: { value: null }, byModel: true });
+    expect((parseStatement("comment on materialized view a.b.c is $$x$$") as CommentOn)).toMatchObject({ target: { value: 'materialized_view' }, text: { value: 'x' }, byModel: false });
+    expect(errorOf("COMMENT ON COLUMN a.b.c IS 'x'")).toMatchObject({ code: 'SYNTAX_ERROR', at: 'IS' });
+    expect(errorOf("COMMENT ON DATASET a.b.c IS 'x' BY")).toMatchObject({ code: 'SYNTAX_ERROR' });
+    expect(errorOf("COMMENT ON DATASET a.b.c 'x'")).toMatchObject({ code: 'SYNTAX_ERROR', at: "'x'" });
+  });
+
+  it('ALTER DATASET dispatches on its action', () => {
+    const s = parseStatement('ALTER DATASET a.b.c SET SORTED BY ("Day" DESC, id asc)') as AlterDatasetSort;
+    expect(s.keys?.map((k) => k.value)).toEqual([{ column: 'Day', direction: 'desc' }, { column: 'id', direction: 'asc' }]);
+    expect((parseStatement('ALTER DATASET a.b.c UNSET SORTED BY;') as AlterDatasetSort).keys).toBeNull();
+    expect(errorOf('ALTER DATASET a.b.c SET SORTED BY ()')).toMatchObject({ code: 'SYNTAX_ERROR', at: ')' });
+    expect(errorOf('ALTER DATASET a.b.c SET SORTED BY (x) extra')).toMatchObject({ code: 'SYNTAX_ERROR', at: 'extra' });
+    expect(errorOf('ALTER DATASET a.b.c RENAME TO d')).toMatchObject({ code: 'SYNTAX_ERROR', at: 'RENAME' });
   });
 });
 

@@ -16,6 +16,11 @@ import { statementError, type Span } from './errors.ts';
  *   CREATE TAG <tag> ON <ws>.<coll>.<ds> [AT (VERSION => <snapshot_id> | '<tag>')]
  *   DROP TAG [IF EXISTS] <tag> ON <ws>.<coll>.<ds>
  *   ALTER WORKSPACE <name> SET deletion_protection {TO | =} {ON | OFF | TRUE | FALSE}
+ *   CREATE [OR REPLACE] VIEW <ws>.<coll>.<name> [COMMENT [=] '<text>'] AS <select>   (docs/views.md)
+ *   DROP VIEW [IF EXISTS] <ws>.<coll>.<name>
+ *   COMMENT ON {DATASET | VIEW | MATERIALIZED VIEW} <ws>.<coll>.<ds> IS {'<text>' | NULL} [BY MODEL]
+ *   COMMENT ON COLUMN <ws>.<coll>.<ds>.<column> IS {'<text>' | NULL} [BY MODEL]
+ *   ALTER DATASET <ws>.<coll>.<ds> {SET SORTED BY (<column> [ASC | DESC], …) | UNSET SORTED BY}
  *
  * Keywords are case-insensitive. Names are bare words or "quoted identifiers" and are lowercased
  * either way (Lakeport's names are); a principal keeps the case of a quoted identifier or a
@@ -92,8 +97,54 @@ export interface AlterWorkspace {
   span: Span;
 }
 
-export type LakeportStatement = CreateSecret | GrantStatement | CreateTag | DropTag | AlterWorkspace;
-export type StatementKind = LakeportStatement['kind'] | 'alter_secret';
+export interface CreateView {
+  kind: 'create_view';
+  orReplace: boolean;
+  name: Located<DatasetName>;
+  comment?: Located<string>;
+  /** The SELECT as the user wrote it: from after AS to the end, without a trailing `;`; `start` is where it begins in the statement. */
+  query: Located<string>;
+  span: Span;
+}
+
+export interface DropView {
+  kind: 'drop_view';
+  ifExists: boolean;
+  name: Located<DatasetName>;
+  span: Span;
+}
+
+/** What COMMENT ON names: the keyword as written decides which kinds of dataset it accepts. */
+export type CommentTarget = 'dataset' | 'view' | 'materialized_view' | 'column';
+
+export interface CommentOn {
+  kind: 'comment';
+  target: Located<CommentTarget>;
+  dataset: Located<DatasetName>;
+  /** For COMMENT ON COLUMN: the column as written (matched without case). */
+  column?: Located<string>;
+  /** The description; null (IS NULL) removes it. */
+  text: Located<string | null>;
+  /** `BY MODEL`: a language model wrote it (properties.llm_described = true); without it, false. */
+  byModel: boolean;
+  span: Span;
+}
+
+export interface SortKeySpec {
+  column: string;
+  direction: 'asc' | 'desc';
+}
+
+export interface AlterDatasetSort {
+  kind: 'alter_dataset_sort';
+  dataset: Located<DatasetName>;
+  /** The declared order; null for UNSET SORTED BY. */
+  keys: Located<SortKeySpec>[] | null;
+  span: Span;
+}
+
+export type LakeportStatement = CreateSecret | GrantStatement | CreateTag | DropTag | AlterWorkspace | CreateView | DropView | CommentOn | AlterDatasetSort;
+export type StatementKind = Exclude<LakeportStatement['kind'], 'alter_dataset_sort'> | 'alter_secret' | 'alter_dataset';
 
 /** Secret names: letters, digits and underscores, not starting with a digit. */
 export const SECRET_NAME_REGEX = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
@@ -113,13 +164,18 @@ function kindAt(tokens: SqlToken[], i: number): StatementKind | undefined {
       return 'revoke';
     case 'ALTER':
       if (w(1) === 'WORKSPACE') return 'alter_workspace';
+      if (w(1) === 'DATASET') return 'alter_dataset';
       if (w(1) === 'SECRET' || (SECRET_MODIFIERS.has(w(1) ?? '') && w(2) === 'SECRET')) return 'alter_secret';
       return undefined;
     case 'DROP':
-      return w(1) === 'TAG' ? 'drop_tag' : undefined;
+      return w(1) === 'TAG' ? 'drop_tag' : w(1) === 'VIEW' ? 'drop_view' : undefined;
+    case 'COMMENT':
+      return w(1) === 'ON' ? 'comment' : undefined;
     case 'CREATE': {
       let k = 1;
       if (w(k) === 'OR' && w(k + 1) === 'REPLACE') k += 2;
+      // CREATE [OR REPLACE] VIEW (not TEMP VIEW: that is DuckDB's, refused as not a query).
+      if (w(k) === 'VIEW') return 'create_view';
       if (SECRET_MODIFIERS.has(w(k) ?? '')) k++;
       if (w(k) === 'SECRET') return 'create_secret';
       if (w(k) === 'TAG') return 'create_tag';
@@ -370,6 +426,18 @@ class Parser {
       case 'alter_workspace':
         statement = this.alterWorkspace();
         break;
+      case 'create_view':
+        statement = this.createView();
+        break;
+      case 'drop_view':
+        statement = this.dropView();
+        break;
+      case 'comment':
+        statement = this.commentOn();
+        break;
+      case 'alter_dataset':
+        statement = this.alterDataset();
+        break;
       case 'alter_secret':
         this.fail(
           'STATEMENT_NOT_SUPPORTED',
@@ -396,7 +464,7 @@ class Parser {
             lookalike,
           );
         }
-        this.fail('SYNTAX_ERROR', 'Not a Lakeport statement: expected CREATE SECRET, GRANT, REVOKE, CREATE TAG, DROP TAG or ALTER WORKSPACE', { start: first.start, end: first.end });
+        this.fail('SYNTAX_ERROR', 'Not a Lakeport statement: expected CREATE SECRET, GRANT, REVOKE, CREATE TAG, DROP TAG, ALTER WORKSPACE, CREATE VIEW, DROP VIEW, COMMENT ON or ALTER DATASET', { start: first.start, end: first.end });
       }
     }
     this.end();
@@ -599,16 +667,16 @@ class Parser {
     return { value: text.toLowerCase(), ...span };
   }
 
-  private datasetName(): Located<DatasetName> {
+  private datasetName(what: 'dataset' | 'view' = 'dataset'): Located<DatasetName> {
     const workspace = this.objectName('workspace');
-    const dot = () => this.isOperator('.') || this.fail('SYNTAX_ERROR', `Name the dataset as workspace.collection.dataset (found ${this.describe(this.peek())})`);
+    const dot = () => this.isOperator('.') || this.fail('SYNTAX_ERROR', `Name the ${what} as workspace.collection.${what} (found ${this.describe(this.peek())})`);
     dot();
     this.next();
     const collection = this.objectName('collection');
     dot();
     this.next();
     const dataset = this.objectName('dataset');
-    if (this.isOperator('.')) this.fail('SYNTAX_ERROR', 'A dataset name has three parts: workspace.collection.dataset');
+    if (this.isOperator('.')) this.fail('SYNTAX_ERROR', `A ${what} name has three parts: workspace.collection.${what}`);
     return { value: { workspace: workspace.value, collection: collection.value, dataset: dataset.value }, start: workspace.start, end: dataset.end };
   }
 
@@ -786,6 +854,136 @@ class Parser {
       value: { value, start: v.start, end: v.end },
       span: this.spanFrom(start),
     };
+  }
+
+  // ── views ──
+
+  private createView(): CreateView {
+    const start = this.expectWord('CREATE').start;
+    let orReplace = false;
+    if (this.acceptWord('OR')) {
+      this.expectWord('REPLACE', 'REPLACE after OR');
+      orReplace = true;
+    }
+    this.expectWord('VIEW');
+    if (this.isWord('IF')) this.fail('STATEMENT_NOT_SUPPORTED', 'CREATE VIEW has no IF NOT EXISTS: use CREATE OR REPLACE VIEW');
+    const name = this.datasetName('view');
+    let comment: Located<string> | undefined;
+    if (this.acceptWord('COMMENT')) {
+      this.acceptOperator('=');
+      const t = this.peek();
+      if (t?.kind !== 'string') this.expected("the view's description as a 'string'");
+      this.next();
+      comment = { value: this.decodeString(t), start: t.start, end: t.end };
+    }
+    this.expectWord('AS', 'AS <select>');
+    let last = this.tokens.length - 1;
+    while (last >= this.i && this.tokens[last].kind === 'operator' && this.tokens[last].text === ';') last--;
+    if (last < this.i) this.expected('the SELECT the view stands for');
+    const from = this.tokens[this.i].start;
+    const to = this.tokens[last].end;
+    this.i = this.tokens.length;
+    return { kind: 'create_view', orReplace, name, comment, query: { value: this.sql.slice(from, to), start: from, end: to }, span: { start, end: to } };
+  }
+
+  private dropView(): DropView {
+    const start = this.expectWord('DROP').start;
+    this.expectWord('VIEW');
+    let ifExists = false;
+    if (this.acceptWord('IF')) {
+      this.expectWord('EXISTS', 'EXISTS after IF');
+      ifExists = true;
+    }
+    const name = this.datasetName('view');
+    return { kind: 'drop_view', ifExists, name, span: this.spanFrom(start) };
+  }
+
+  // ── COMMENT ON ──
+
+  private commentOn(): CommentOn {
+    const start = this.expectWord('COMMENT').start;
+    this.expectWord('ON');
+    const first = this.peek();
+    let target: CommentTarget;
+    if (this.acceptWord('DATASET') || this.acceptWord('TABLE')) target = 'dataset';
+    else if (this.acceptWord('VIEW')) target = 'view';
+    else if (this.acceptWord('MATERIALIZED')) {
+      this.expectWord('VIEW', 'VIEW after MATERIALIZED');
+      target = 'materialized_view';
+    } else if (this.acceptWord('COLUMN')) target = 'column';
+    else this.expected('DATASET, VIEW, MATERIALIZED VIEW or COLUMN');
+    const targetSpan = { value: target, start: first!.start, end: this.tokens[this.i - 1].end };
+    let dataset: Located<DatasetName>;
+    let column: Located<string> | undefined;
+    if (target === 'column') {
+      const workspace = this.objectName('workspace');
+      const parts: Located<string>[] = [];
+      for (const kind of ['collection', 'dataset'] as const) {
+        if (!this.acceptOperator('.')) this.fail('SYNTAX_ERROR', 'Name the column as workspace.collection.dataset.column');
+        parts.push(this.objectName(kind));
+      }
+      if (!this.acceptOperator('.')) this.fail('SYNTAX_ERROR', 'Name the column as workspace.collection.dataset.column');
+      const col = this.nameToken('a column name');
+      column = { value: col.text, ...col.span };
+      dataset = { value: { workspace: workspace.value, collection: parts[0].value, dataset: parts[1].value }, start: workspace.start, end: parts[1].end };
+    } else {
+      dataset = this.datasetName();
+    }
+    this.expectWord('IS', "IS '<description>' (or IS NULL)");
+    const t = this.peek();
+    let text: Located<string | null>;
+    if (t?.kind === 'string') {
+      this.next();
+      text = { value: this.decodeString(t), start: t.start, end: t.end };
+    } else if (this.isWord('NULL')) {
+      this.next();
+      text = { value: null, start: t!.start, end: t!.end };
+    } else {
+      this.expected("a description as a 'string', or NULL");
+    }
+    let byModel = false;
+    if (this.acceptWord('BY')) {
+      this.expectWord('MODEL', 'MODEL after BY (BY MODEL marks a description a language model wrote)');
+      byModel = true;
+    }
+    return { kind: 'comment', target: targetSpan, dataset, column, text, byModel, span: this.spanFrom(start) };
+  }
+
+  // ── ALTER DATASET ──
+
+  /** ALTER DATASET <name> <action>: the name, then one method per action. */
+  private alterDataset(): LakeportStatement {
+    const start = this.expectWord('ALTER').start;
+    this.expectWord('DATASET');
+    const dataset = this.datasetName();
+    if (this.isWord('SET') && this.isWord('SORTED', 1)) return this.alterDatasetSort(start, dataset, 'set');
+    if (this.isWord('UNSET') && this.isWord('SORTED', 1)) return this.alterDatasetSort(start, dataset, 'unset');
+    this.expected('SET SORTED BY (…) or UNSET SORTED BY');
+  }
+
+  private alterDatasetSort(start: number, dataset: Located<DatasetName>, action: 'set' | 'unset'): AlterDatasetSort {
+    this.next();
+    this.expectWord('SORTED');
+    this.expectWord('BY', 'BY after SORTED');
+    if (action === 'unset') return { kind: 'alter_dataset_sort', dataset, keys: null, span: this.spanFrom(start) };
+    this.expectOperator('(', "'(' and the columns rows are sorted by");
+    const keys: Located<SortKeySpec>[] = [];
+    for (;;) {
+      const col = this.nameToken('a column name');
+      let direction: 'asc' | 'desc' = 'asc';
+      let end = col.span.end;
+      const dir = upper(this.peek());
+      if (dir === 'ASC' || dir === 'DESC') {
+        direction = dir === 'DESC' ? 'desc' : 'asc';
+        end = this.next()!.end;
+      }
+      if (keys.some((k) => k.value.column.toLowerCase() === col.text.toLowerCase())) this.fail('SYNTAX_ERROR', `Column '${col.text.slice(0, 80)}' appears twice in SORTED BY`, col.span);
+      keys.push({ value: { column: col.text, direction }, start: col.span.start, end });
+      if (this.acceptOperator(',')) continue;
+      this.expectOperator(')', "',' or ')'");
+      break;
+    }
+    return { kind: 'alter_dataset_sort', dataset, keys, span: this.spanFrom(start) };
   }
 }
 

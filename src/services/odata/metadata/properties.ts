@@ -6,9 +6,22 @@ import type { Dataset } from '../../../core/catalog/index.ts';
  * always render.
  */
 
-/** OData serves datasets with snapshot versions: tables and (materialized) views, not external stubs. */
-export function supportsVersions(dataset: Pick<Dataset, 'kind'>): boolean {
+/** OData lists tables, materialized views and logical views (not external stubs): in the service document and $metadata. */
+export function servedByOData(dataset: Pick<Dataset, 'kind'>): boolean {
   return dataset.kind !== 'external';
+}
+
+/**
+ * Whether the dataset has snapshot versions (@previous, @tag, @id, rows from files): tables and
+ * materialized views. A logical view (kind 'view', docs/views.md) has none: it is only a SELECT.
+ */
+export function supportsVersions(dataset: Pick<Dataset, 'kind'>): boolean {
+  return dataset.kind !== 'external' && !isLogicalView(dataset);
+}
+
+/** A logical view: SQL only, no snapshots (a materialized view is kind 'materialized_view'). */
+export function isLogicalView(dataset: Pick<Dataset, 'kind'>): boolean {
+  return dataset.kind === 'view';
 }
 
 export interface SortKey {
