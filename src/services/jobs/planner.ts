@@ -144,7 +144,12 @@ export class QueryPlanner {
     return { identity: caller.identity, permissions: caller.permissions, scopes: [], credentialId: '', tokenId: '', expiresAt: new Date(0) };
   }
 
-  async prepare(caller: Caller, sqlText: string, values: Record<string, ParamValue>, options: { withFiles: boolean }): Promise<Prepared> {
+  /**
+   * With `lease` (a job about to run), every snapshot the job reads is leased to `lease.holder` for
+   * `lease.ttlMs` before its files are listed, so EXPIRE SNAPSHOTS cannot take them while it runs
+   * (docs/lifecycle.md); the runner releases the lease when the job ends.
+   */
+  async prepare(caller: Caller, sqlText: string, values: Record<string, ParamValue>, options: { withFiles: boolean; lease?: { holder: string; ttlMs: number } }): Promise<Prepared> {
     const fail = (code: JobFailureCode, message: string, position?: number): Prepared => ({ ok: false, error: jobError(sqlText, code, message, position) });
     const analysis = await this.analyzer.analyze(sqlText);
     if (analysis.kind === 'refused') return fail(analysis.code, analysis.message, analysis.position);
@@ -209,7 +214,7 @@ export class QueryPlanner {
         try {
           snapshotId = (await this.catalog.resolveSnapshotOf(dataset, selector)).snapshot_id;
         } catch (error) {
-          if (error instanceof AppError && error.status < 500) return fail('SNAPSHOT_NOT_FOUND', `${label}: ${error.message}`, ref.position);
+          if (error instanceof AppError && error.status < 500) return fail(error.code === 'SNAPSHOT_EXPIRED' ? 'SNAPSHOT_EXPIRED' : 'SNAPSHOT_NOT_FOUND', `${label}: ${error.message}`, ref.position);
           throw error;
         }
         viewName = [viewName[0], collection, `${name}@${snapshotId}`];
@@ -222,7 +227,14 @@ export class QueryPlanner {
         edits.push({ ...span, text: viewName.map(quote).join('.') });
       }
       const key = viewName.join('\u0000');
-      if (!views.has(key)) views.set(key, await this.view(viewName, dataset, snapshotId, options.withFiles));
+      if (!views.has(key)) {
+        try {
+          views.set(key, await this.view(viewName, dataset, snapshotId, options));
+        } catch (error) {
+          if (error instanceof AppError && error.code === 'SNAPSHOT_EXPIRED') return fail('SNAPSHOT_EXPIRED', `${label}: ${error.message}`, ref.position);
+          throw error;
+        }
+      }
     }
     // The text between the edits, and the edits, in order (edits never overlap: a READ_* call's
     // arguments are literals, so no dataset is named inside one).
@@ -251,13 +263,19 @@ export class QueryPlanner {
     }
   }
 
-  private async view(name: [string, string, string], dataset: Dataset, snapshotId: number | null, withFiles: boolean): Promise<SandboxView> {
-    const keys = withFiles && snapshotId !== null ? await this.snapshotFiles(snapshotId) : [];
+  private async view(name: [string, string, string], dataset: Dataset, snapshotId: number | null, options: { withFiles: boolean; lease?: { holder: string; ttlMs: number } }): Promise<SandboxView> {
+    if (options.withFiles && options.lease && snapshotId !== null) await this.catalog.leaseSnapshots([snapshotId], options.lease.holder, options.lease.ttlMs);
+    const keys = options.withFiles && snapshotId !== null ? await this.snapshotFiles(snapshotId) : [];
     return {
       name,
       columns: dataset.columns.map((c) => ({ name: c.name, type: c.type })),
       files: await Promise.all(keys.map((key) => this.blobs.localPath(key))),
     };
+  }
+
+  /** Ends the leases a job's run took (prepare's `lease.holder`). */
+  releaseLeases(holder: string): Promise<void> {
+    return this.catalog.releaseLeases(holder);
   }
 
   /** The blob keys of a snapshot's data files: a committed snapshot never changes, so they are read once and kept. */
