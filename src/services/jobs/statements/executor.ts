@@ -5,7 +5,8 @@ import type { PolicyChange, PolicyPlanner, PolicyRow } from '../../policy/index.
 import type { ParamValue } from '../types.ts';
 import { AppError, isAppError, type ErrorCode } from '../../../core/errors/index.ts';
 import { StatementError, statementError, type Span } from './errors.ts';
-import type { AlterWorkspace, CreateSecret, CreateTag, DropTag, GrantStatement, LakeportStatement } from './parser.ts';
+import { LifecycleStatements } from './lifecycle.ts';
+import type { AlterWorkspace, CreateSecret, CreateTag, DropTag, GrantStatement, LakeportStatement, WorkspaceProperty } from './parser.ts';
 import type { SecretStore } from './secret-store.ts';
 import { checkSecretShape, checkSecretValues, type HostResolver } from './secret-types.ts';
 
@@ -33,7 +34,11 @@ export interface StatementOutcome {
  * (a 404, 409 or 423) keeps its status and code and gains the place.
  */
 export class StatementExecutor {
-  constructor(private readonly deps: ExecutorDeps) {}
+  private readonly lifecycle: LifecycleStatements;
+
+  constructor(private readonly deps: ExecutorDeps) {
+    this.lifecycle = new LifecycleStatements(deps);
+  }
 
   async execute(caller: Principal, statement: LakeportStatement, parameters: Record<string, ParamValue>, options: { dryRun: boolean }): Promise<StatementOutcome> {
     switch (statement.kind) {
@@ -49,6 +54,14 @@ export class StatementExecutor {
         return this.dropTag(caller, statement, options.dryRun);
       case 'alter_workspace':
         return this.alterWorkspace(caller, statement, options.dryRun);
+      case 'drop_dataset':
+        return this.lifecycle.dropDataset(caller, statement, options.dryRun);
+      case 'undrop_dataset':
+        return this.lifecycle.undropDataset(caller, statement, options.dryRun);
+      case 'alter_dataset_rollback':
+        return this.lifecycle.rollback(caller, statement, options.dryRun);
+      case 'alter_dataset_expire':
+        return this.lifecycle.expire(caller, statement, options.dryRun);
     }
   }
 
@@ -262,18 +275,26 @@ export class StatementExecutor {
 
   private async alterWorkspace(caller: Principal, s: AlterWorkspace, dryRun: boolean): Promise<StatementOutcome> {
     const workspace = s.workspace.value;
+    const property = s.property.value;
     if (!(await this.deps.authz.can(caller, 'owner', { workspace }))) {
-      throw statementError('PERMISSION_DENIED', `Only an owner of the whole workspace (${workspace}.*) may change its deletion_protection`, s.workspace);
+      throw statementError('PERMISSION_DENIED', `Only an owner of the whole workspace (${workspace}.*) may change its ${property}`, s.workspace);
     }
     await this.at(s.workspace, () => requireLiveWorkspace(this.deps.workspaces, workspace));
     await this.requireNamespace(workspace, s.workspace);
     const state = s.value.value ? 'ON' : 'OFF';
-    const effect = s.value.value ? 'it cannot be deleted until its owner sets it OFF' : 'it can be deleted';
-    if (dryRun) return { message: `Would set deletion_protection of workspace ${workspace} ${state}` };
-    await this.at(s.span, () => this.deps.catalog.setNamespaceProperties(workspace, { deletion_protection: s.value.value }));
-    return { message: `Workspace ${workspace}: deletion_protection is ${state} (${effect})` };
+    const effect = PROPERTY_EFFECTS[property][s.value.value ? 1 : 0];
+    if (dryRun) return { message: `Would set ${property} of workspace ${workspace} ${state}` };
+    await this.at(s.span, () => this.deps.catalog.setNamespaceProperties(workspace, { [property]: s.value.value }));
+    return { message: `Workspace ${workspace}: ${property} is ${state} (${effect})` };
   }
 }
+
+/** What each workspace property means when OFF and when ON, for the statement's message. */
+const PROPERTY_EFFECTS: Record<WorkspaceProperty, [string, string]> = {
+  deletion_protection: ['it can be deleted', 'it cannot be deleted until its owner sets it OFF'],
+  drop_protection: ['its datasets and collections can be dropped', 'its datasets and collections cannot be dropped'],
+  history_protection: ['its snapshots can be expired and its tags moved or dropped', 'its snapshots cannot be expired nor its tags moved or dropped'],
+};
 
 /**
  * The values of a CREATE SECRET's options: literals as written, parameters from the request's
