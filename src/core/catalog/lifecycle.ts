@@ -3,7 +3,7 @@ import { appError } from '../errors/index.ts';
 import { commitSnapshotIn } from './commit.ts';
 import { guarded } from './guards.ts';
 import { formatRef, normalizeRef, type DatasetRef } from './names.ts';
-import { datasetLabel, requireDataset, requireNamespace, requireVersionedDataset } from './queries.ts';
+import { datasetLabel, findDataset, requireDataset, requireNamespace, requireVersionedDataset } from './queries.ts';
 import { resolveSnapshotIn } from './resolve.ts';
 import type { SnapshotSelector } from './selectors.ts';
 import type { Dataset, DatasetKey, Executor, Snapshot } from './types.ts';
@@ -71,6 +71,9 @@ export async function findRestorable(trx: Executor, ref: DatasetRef, retentionMs
 export async function undropDatasetIn(trx: Executor, ref: DatasetRef, retentionMs: number): Promise<Dataset> {
   const label = formatRef(normalizeRef(ref));
   const dropped = await findRestorable(trx, ref, retentionMs, true);
+  const taken = () => appError('ALREADY_EXISTS', `Dataset ${label} exists again (created after the drop): drop or rename it before UNDROP`);
+  // (A restore racing this one may have taken the row just now: then the name is taken, not missing.)
+  if (!dropped && (await findDataset(trx, ref))) throw taken();
   if (!dropped) throw appError('DATASET_NOT_FOUND', `No dropped dataset ${label} can be restored (none was dropped within the last ${Math.round(retentionMs / 3_600_000)} hours)`);
   await requireNamespace(trx, dropped.workspace, 'share');
   const restored = await trx
@@ -96,7 +99,7 @@ export async function undropDatasetIn(trx: Executor, ref: DatasetRef, retentionM
       if ((error as { code?: string }).code === '23505') return undefined;
       throw error;
     });
-  if (!restored) throw appError('ALREADY_EXISTS', `Dataset ${label} exists again (created after the drop): drop or rename it before UNDROP`);
+  if (!restored) throw taken();
   return restored;
 }
 

@@ -159,8 +159,11 @@ describe('DROP DATASET and UNDROP DATASET', () => {
     await ok(alice, 'ALTER WORKSPACE sales SET deletion_protection TO OFF');
     await ok(alice, 'ALTER WORKSPACE sales SET history_protection TO ON');
     await ok(alice, 'DROP DATASET sales.orders.guarded'); // history_protection does not keep datasets
-    await ok(alice, 'UNDROP DATASET sales.orders.guarded');
+    await ok(alice, 'ALTER WORKSPACE sales SET drop_protection TO ON');
+    await ok(alice, 'UNDROP DATASET sales.orders.guarded'); // neither guard refuses a restore
+    expect(await count('SELECT count(*) FROM sales.orders.guarded')).toBe(3);
     await ok(alice, 'ALTER WORKSPACE sales SET history_protection TO OFF');
+    await catalog().setNamespaceProperties('sales', { drop_protection: null });
   });
 
   it('points views at DROP VIEW', async () => {
