@@ -121,6 +121,12 @@ describe('DROP DATASET and UNDROP DATASET', () => {
     expect((await query(rita, 'SELECT count(*) FROM sales.orders.daily')).status.error.code).toBe('DATASET_NOT_FOUND');
     expect((await odata(rita, '/odata/api/v4/sales/orders/daily')).statusCode).toBe(404);
     expect((await catalog().listDatasets('sales')).map((d) => d.name)).not.toContain('daily');
+    const csv = await alice.request('GET', '/policy/v1/access/workspace/sales/effective-permissions.csv');
+    expect(csv.statusCode).toBe(200);
+    expect(csv.body).not.toContain('sales.orders.daily');
+    const metadata = await odata(rita, '/odata/api/v4/$metadata');
+    expect(metadata.statusCode).toBe(200);
+    expect(metadata.body).not.toContain('sales__orders__daily');
     await refused(alice, 'DROP DATASET sales.orders.daily', 404, 'DATASET_NOT_FOUND');
     expect(await ok(alice, 'DROP DATASET IF EXISTS sales.orders.daily')).toMatch(/nothing dropped/);
 
@@ -129,6 +135,8 @@ describe('DROP DATASET and UNDROP DATASET', () => {
     expect(await ok(alice, 'UNDROP DATASET sales.orders.daily')).toMatch(/^Dataset sales\.orders\.daily restored \(dropped at .* by alice\)/);
     expect(await count('SELECT count(*) FROM sales.orders.daily')).toBe(15);
     expect(await count("SELECT count(*) FROM sales.orders.daily AT (VERSION => 'v1')")).toBe(10);
+    expect((await alice.request('GET', '/policy/v1/access/workspace/sales/effective-permissions.csv')).body).toContain('sales.orders.daily');
+    expect((await odata(rita, '/odata/api/v4/$metadata')).body).toContain('sales__orders__daily');
     await refused(alice, 'UNDROP DATASET sales.orders.daily', 404, 'DATASET_NOT_FOUND');
   });
 
