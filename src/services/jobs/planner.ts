@@ -231,8 +231,12 @@ export class QueryPlanner {
         try {
           views.set(key, await this.view(viewName, dataset, snapshotId, options));
         } catch (error) {
-          if (error instanceof AppError && error.code === 'SNAPSHOT_EXPIRED') return fail('SNAPSHOT_EXPIRED', `${label}: ${error.message}`, ref.position);
-          throw error;
+          if (!(error instanceof AppError && error.code === 'SNAPSHOT_EXPIRED')) throw error;
+          // The current snapshot was replaced and expired between reading the dataset and leasing it: read it again, once.
+          const again = ref.version ? undefined : await this.findDataset({ workspace, collection, dataset: name });
+          const retried = again && (await this.view(viewName, again, again.current_snapshot_id, options).catch(() => undefined));
+          if (!retried) return fail('SNAPSHOT_EXPIRED', `${label}: ${error.message}`, ref.position);
+          views.set(key, retried);
         }
       }
     }
