@@ -6,7 +6,7 @@ import { serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fas
 import { Authorizer } from './core/authz/index.ts';
 import type { SignInPolicy } from './core/authz/sign-in-policy.ts';
 import type { IdentityProviderConfig } from './config.ts';
-import { Catalog } from './core/catalog/index.ts';
+import { Catalog, CatalogSweeper, type LifecycleSettings } from './core/catalog/index.ts';
 import type { Sealer } from './core/crypto/index.ts';
 import type { Db } from './core/db/index.ts';
 import { clientErrorHandler, frameworkErrors, registerErrorHandling } from './core/errors/index.ts';
@@ -48,6 +48,8 @@ export interface AppDeps {
   idpTimeoutSeconds?: number;
   /** The sign-in policy (tests); default: the accounts module's, else everything allowed. */
   signInPolicy?: SignInPolicy;
+  /** Dataset lifecycle (docs/lifecycle.md): the undrop window and the grace before expired files are deleted. */
+  lifecycle?: Partial<LifecycleSettings>;
   jobs: {
     timeoutMs: number;
     workers: number;
@@ -93,6 +95,8 @@ export interface LakeportServices {
   uploads: UploadService;
   jobs: JobsService;
   workers: WorkerPool;
+  /** Purges dropped datasets and deletes files past their grace (run by upkeep). */
+  catalogSweeper: CatalogSweeper;
 }
 
 declare module 'fastify' {
@@ -186,7 +190,8 @@ async function createServer(options: AppOptions) {
  * while the account service itself needs auth's verifier and policy's genesis.
  */
 async function createServices(deps: AppDeps, log: FastifyBaseLogger) {
-  const catalog = new Catalog(deps.db);
+  const catalog = new Catalog(deps.db, deps.lifecycle);
+  const catalogSweeper = new CatalogSweeper(catalog, deps.blobs, log.child({ module: 'catalog' }));
   const policyStore = new PolicyStore(deps.db);
   const accounts = openAccountRecords(deps.db);
   // Grants from the policy module, workspace states from the account records: core/authz refuses soft-deleted workspaces.
@@ -297,8 +302,10 @@ async function createServices(deps: AppDeps, log: FastifyBaseLogger) {
     uploads: upload.uploads,
     jobs: jobs.jobs,
     workers: jobs.pool,
+    catalogSweeper,
   };
   // In the order their APIs are mounted.
-  const modules: ServiceModule[] = [auth, accountService, upload, jobs, policy, odata];
+  const lifecycle: ServiceModule = { apis: [], upkeep: async () => void (await catalogSweeper.run()) };
+  const modules: ServiceModule[] = [auth, accountService, upload, jobs, policy, odata, lifecycle];
   return { services, modules };
 }

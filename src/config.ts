@@ -118,6 +118,8 @@ const EnvSchema = z.object({
   LAKEPORT_RESULT_MAX_BYTES: optionalString.pipe(z.string().regex(SIZE, 'a size such as 1GB').optional()),
   LAKEPORT_RESULT_QUOTA_BYTES: optionalString.pipe(z.string().regex(SIZE, 'a size such as 10GB').optional()),
   LAKEPORT_RESULT_RETENTION_HOURS: z.coerce.number().min(0.01).max(24 * 365).default(24),
+  LAKEPORT_UNDROP_RETENTION_HOURS: z.coerce.number().min(0).max(24 * 365).default(24 * 7),
+  LAKEPORT_FILE_DELETE_GRACE_SECONDS: optionalString.pipe(z.coerce.number<string | undefined>().int().min(0).max(30 * 86_400).optional()),
   LAKEPORT_EXTERNAL_S3_ENDPOINT: optionalString.pipe(z.url({ protocol: /^https?$/ }).optional()),
   LAKEPORT_EXTERNAL_READ_MAX_BYTES: optionalString.pipe(z.coerce.number<string | undefined>().int().min(1).optional()),
   LAKEPORT_DNS_SERVERS: optionalString.superRefine((v, ctx) => {
@@ -199,6 +201,13 @@ export interface Config {
   readonly resultQuotaBytes: number;
   /** Results are removed this long after their job finished (`LAKEPORT_RESULT_RETENTION_HOURS`, default 24). */
   readonly resultRetentionMs: number;
+  /** A dropped dataset stays restorable by UNDROP DATASET this long, then is purged (`LAKEPORT_UNDROP_RETENTION_HOURS`, default 168: 7 days). */
+  readonly undropRetentionMs: number;
+  /**
+   * A file no snapshot needs any more (expired or purged) waits this long before its blob is deleted
+   * (`LAKEPORT_FILE_DELETE_GRACE_SECONDS`, default one hour), never less than the job timeout.
+   */
+  readonly fileGraceMs: number;
   /**
    * READ_* of private storage: an S3-compatible endpoint for s3:// URLs (`LAKEPORT_EXTERNAL_S3_ENDPOINT`,
    * path-style; unset → Amazon S3), and the bytes one job may copy (`LAKEPORT_EXTERNAL_READ_MAX_BYTES`, default 1 GiB).
@@ -289,6 +298,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     resultMaxBytes: e.LAKEPORT_RESULT_MAX_BYTES ? parseSize(e.LAKEPORT_RESULT_MAX_BYTES) : 2 ** 30,
     resultQuotaBytes: e.LAKEPORT_RESULT_QUOTA_BYTES ? parseSize(e.LAKEPORT_RESULT_QUOTA_BYTES) : 10 * 2 ** 30,
     resultRetentionMs: e.LAKEPORT_RESULT_RETENTION_HOURS * 3600_000,
+    undropRetentionMs: e.LAKEPORT_UNDROP_RETENTION_HOURS * 3600_000,
+    fileGraceMs: Math.max(e.LAKEPORT_FILE_DELETE_GRACE_SECONDS ?? 3600, e.LAKEPORT_JOB_TIMEOUT_SECONDS) * 1000,
     externalS3Endpoint: e.LAKEPORT_EXTERNAL_S3_ENDPOINT,
     externalReadMaxBytes: e.LAKEPORT_EXTERNAL_READ_MAX_BYTES ?? 1024 ** 3,
     dnsServers: e.LAKEPORT_DNS_SERVERS === undefined ? undefined : splitList(e.LAKEPORT_DNS_SERVERS),

@@ -56,6 +56,8 @@ const OWNERS: Record<string, string> = {
   catalog_snapshots: CATALOG,
   catalog_data_files: CATALOG,
   catalog_tags: CATALOG,
+  catalog_file_deletions: CATALOG,
+  catalog_snapshot_leases: CATALOG,
   upload_contracts: UPLOAD,
   upload_writes: UPLOAD,
   upload_write_parts: UPLOAD,

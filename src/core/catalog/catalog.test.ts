@@ -255,7 +255,7 @@ describe(`catalog (${TEST_DATABASE_URL ? 'PostgreSQL' : 'PGlite'})`, () => {
       await catalog.setNamespaceProperties(workspace, { deletion_protection: true });
       await expect(catalog.dropDataset(ref)).rejects.toThrow(appError(423, 'GUARDED'));
       await catalog.setNamespaceProperties(workspace, { drop_protection: false });
-      expect(await catalog.dropDataset(ref)).toEqual([f.path]);
+      expect(await catalog.dropDataset(ref, 'alice')).toMatchObject({ dropped_by: 'alice', dropped_at: expect.any(Date) });
       await expect(catalog.getDataset(ref)).rejects.toThrow(appError(404, 'DATASET_NOT_FOUND'));
       await expect(catalog.dropDataset(ref)).rejects.toThrow(appError(404, 'DATASET_NOT_FOUND'));
       expect((await catalog.listCollections(workspace)).map((c) => c.name)).toEqual(['sales']);

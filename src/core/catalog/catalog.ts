@@ -15,10 +15,23 @@ import {
   requireCollection,
   requireDataset,
   requireNamespace,
+  requireLiveSnapshot,
   requireSnapshot,
   requireVersionedDataset,
   withGuards,
 } from './queries.ts';
+import {
+  dropDatasetIn,
+  dueDeletions,
+  expireSnapshotsIn,
+  findRestorable,
+  leaseSnapshotsIn,
+  purgeDroppedIn,
+  rollbackIn,
+  undropDatasetIn,
+  type ExpiryOptions,
+  type ExpiryResult,
+} from './lifecycle.ts';
 import { resolveSnapshotIn } from './resolve.ts';
 import type { SnapshotSelector } from './selectors.ts';
 import type {
@@ -35,12 +48,33 @@ import type {
   Tag,
 } from './types.ts';
 
+export interface LifecycleSettings {
+  /** How long a dropped dataset stays restorable by UNDROP (LAKEPORT_UNDROP_RETENTION_HOURS, default 7 days). */
+  undropRetentionMs: number;
+  /** How long a file no snapshot needs waits before its blob is deleted (at least the job timeout). */
+  fileGraceMs: number;
+}
+
+export const DEFAULT_LIFECYCLE: LifecycleSettings = { undropRetentionMs: 7 * 24 * 3_600_000, fileGraceMs: 3_600_000 };
+
 /**
  * The table format: namespaces (one per workspace), collections, datasets, their snapshots and data
  * files, and tags. Every write that touches more than one row runs in one transaction.
  */
 export class Catalog {
-  constructor(private readonly db: Db) {}
+  private readonly lifecycle: LifecycleSettings;
+
+  constructor(
+    private readonly db: Db,
+    lifecycle: Partial<LifecycleSettings> = {},
+  ) {
+    this.lifecycle = { ...DEFAULT_LIFECYCLE, ...lifecycle };
+  }
+
+  /** How long dropped datasets stay restorable and expired files wait before deletion. */
+  get settings(): LifecycleSettings {
+    return this.lifecycle;
+  }
 
   private transaction<T>(fn: (trx: Executor) => Promise<T>): Promise<T> {
     return this.db.kysely.transaction().execute(fn);
@@ -181,7 +215,7 @@ export class Catalog {
   async listDatasets(workspace: string, options: { collection?: string } = {}): Promise<Dataset[]> {
     const ws = normalizeName('workspace', workspace);
     await requireNamespace(this.db.kysely, ws);
-    let query = this.db.kysely.selectFrom('catalog_datasets').selectAll().where('workspace', '=', ws);
+    let query = this.db.kysely.selectFrom('catalog_datasets').selectAll().where('workspace', '=', ws).where('dropped_at', 'is', null);
     if (options.collection !== undefined) {
       const coll = normalizeName('collection', options.collection);
       await requireCollection(this.db.kysely, ws, coll);
@@ -222,16 +256,86 @@ export class Catalog {
     });
   }
 
-  /** Drops the dataset with its snapshots, files and tags, returning its data files' paths. 423 GUARDED under drop_protection. */
-  async dropDataset(key: DatasetKey): Promise<string[]> {
-    return this.transaction(async (trx) => {
-      const dataset = await requireDataset(trx, key);
-      const namespace = await requireNamespace(trx, dataset.workspace, 'share');
-      if (namespace.guards.drop_protection) throw guarded(`Workspace '${dataset.workspace}' refuses dropping datasets (drop_protection)`);
-      const paths = await lockDatasetsAndListPaths(trx, { workspace: dataset.workspace, datasetId: dataset.dataset_id });
-      await trx.deleteFrom('catalog_datasets').where('dataset_id', '=', dataset.dataset_id).execute();
-      return paths;
-    });
+  /**
+   * Drops the dataset softly: it is gone for every reader and its name is free, but its rows stay, so
+   * UNDROP DATASET restores it until the purge (docs/lifecycle.md). 423 GUARDED under drop_protection.
+   */
+  async dropDataset(key: DatasetKey, author = 'system'): Promise<Dataset> {
+    return this.transaction((trx) => dropDatasetIn(trx, key, author));
+  }
+
+  /** UNDROP: the latest dropped dataset of that name within the window. 404 DATASET_NOT_FOUND, 409 ALREADY_EXISTS (the name is taken). */
+  async undropDataset(ref: DatasetRef): Promise<Dataset> {
+    return this.transaction((trx) => undropDatasetIn(trx, ref, this.lifecycle.undropRetentionMs));
+  }
+
+  /** The dropped dataset UNDROP would restore, if any (the undrop and purge paths alone see dropped rows). */
+  async findRestorableDataset(ref: DatasetRef): Promise<Dataset | undefined> {
+    return findRestorable(this.db.kysely, ref, this.lifecycle.undropRetentionMs);
+  }
+
+  /** Hard-deletes datasets dropped before the window and queues their files; one batch. */
+  async purgeDroppedDatasets(): Promise<{ datasets: number; files: number }> {
+    return this.transaction((trx) => purgeDroppedIn(trx, this.lifecycle.undropRetentionMs, this.lifecycle.fileGraceMs));
+  }
+
+  /**
+   * ROLLBACK: a new 'overwrite' snapshot whose files are exactly those of `target` (zero copy). With
+   * `expectedParent`, 409 COMMIT_CONFLICT when the dataset moved on; 410 SNAPSHOT_EXPIRED for an expired target.
+   */
+  async rollbackDataset(key: DatasetKey, target: SnapshotSelector, author: string, options: { expectedParent?: number | null; dryRun?: boolean } = {}) {
+    return this.transaction((trx) => rollbackIn(trx, key, target, author, options));
+  }
+
+  /** EXPIRE SNAPSHOTS (see lifecycle.ts); 423 GUARDED under history_protection. */
+  async expireSnapshots(key: DatasetKey, options: ExpiryOptions): Promise<ExpiryResult> {
+    return this.transaction((trx) => expireSnapshotsIn(trx, key, options, this.lifecycle.fileGraceMs));
+  }
+
+  // ── leases and file deletion ───────────────────────────────────────────────
+
+  /** Holds snapshots for a reader until now + ttlMs: expiry skips them. 410 SNAPSHOT_EXPIRED, 404 SNAPSHOT_NOT_FOUND. */
+  async leaseSnapshots(ids: number[], holder: string, ttlMs: number): Promise<void> {
+    if (ids.length === 0) return;
+    await this.transaction((trx) => leaseSnapshotsIn(trx, ids, holder, ttlMs));
+  }
+
+  async releaseLeases(holder: string): Promise<void> {
+    await this.db.kysely.deleteFrom('catalog_snapshot_leases').where('holder', '=', holder).execute();
+  }
+
+  /** Leases held now (tests, diagnostics). */
+  async activeLeases(holder?: string) {
+    let query = this.db.kysely.selectFrom('catalog_snapshot_leases').selectAll().where('expires_at', '>', sql<Date>`now()`);
+    if (holder !== undefined) query = query.where('holder', '=', holder);
+    return query.orderBy('snapshot_id').execute();
+  }
+
+  /** Removes leases past their time (a process that died never released them). */
+  async sweepLeases(): Promise<number> {
+    const result = await this.db.kysely.deleteFrom('catalog_snapshot_leases').where('expires_at', '<=', sql<Date>`now()`).executeTakeFirst();
+    return Number(result.numDeletedRows);
+  }
+
+  /** Queued paths whose grace has passed. */
+  async dueFileDeletions(limit = 500): Promise<string[]> {
+    return dueDeletions(this.db.kysely, limit);
+  }
+
+  /** Every queued path (tests, diagnostics). */
+  async queuedFileDeletions() {
+    return this.db.kysely.selectFrom('catalog_file_deletions').selectAll().orderBy('path').execute();
+  }
+
+  /** Whether a queued path may go: false (and the entry dropped) when a catalog row names it again. */
+  async mayDeleteFile(path: string): Promise<boolean> {
+    const named = await this.db.kysely.selectFrom('catalog_data_files').select('path').where('path', '=', path).executeTakeFirst();
+    if (named) await this.forgetFileDeletion(path);
+    return !named;
+  }
+
+  async forgetFileDeletion(path: string): Promise<void> {
+    await this.db.kysely.deleteFrom('catalog_file_deletions').where('path', '=', path).execute();
   }
 
   // ── snapshots ───────────────────────────────────────────────────────────────
@@ -291,9 +395,9 @@ export class Catalog {
     return this.db.kysely.selectFrom('catalog_snapshots').selectAll().where('dataset_id', '=', dataset.dataset_id).orderBy('sequence').execute();
   }
 
-  /** The data files that make up a snapshot: added at or before it and not removed at or before it. */
+  /** The data files that make up a snapshot: added at or before it and not removed at or before it. 410 when it expired. */
   async snapshotFiles(snapshotId: number): Promise<DataFile[]> {
-    const snapshot = await requireSnapshot(this.db.kysely, snapshotId);
+    const snapshot = await requireLiveSnapshot(this.db.kysely, snapshotId);
     return this.db.kysely
       .selectFrom('catalog_data_files as f')
       .innerJoin('catalog_snapshots as added', 'added.snapshot_id', 'f.added_in_snapshot')
@@ -318,7 +422,7 @@ export class Catalog {
     return this.transaction(async (trx) => {
       const dataset = await requireVersionedDataset(trx, key);
       const guards = await guardsOf(trx, dataset);
-      await requireSnapshot(trx, snapshotId, dataset.dataset_id);
+      await requireLiveSnapshot(trx, snapshotId, dataset.dataset_id);
       const created = await trx
         .insertInto('catalog_tags')
         .values({ dataset_id: dataset.dataset_id, name: tagName, snapshot_id: snapshotId, created_by: author })
@@ -437,7 +541,7 @@ async function insertDatasetIn(trx: Executor, ref: DatasetRef, definition: Datas
   const created = await trx
     .insertInto('catalog_datasets')
     .values(row)
-    .onConflict((oc) => oc.columns(['workspace', 'collection', 'name']).doNothing())
+    .onConflict((oc) => oc.columns(['workspace', 'collection', 'name']).where('dropped_at', 'is', null).doNothing())
     .returningAll()
     .executeTakeFirst();
   if (!created) throw appError('ALREADY_EXISTS', `Dataset ${formatRef({ workspace, collection, dataset })} already exists`);

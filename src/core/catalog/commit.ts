@@ -61,10 +61,13 @@ function checkDefinitionVersion(dataset: Dataset, input: CommitInput): void {
   );
 }
 
+/** New writes always use new paths: one the catalog names, or has queued for deletion, is refused. */
 async function refuseKnownPaths(trx: Executor, files: DataFileInput[]): Promise<void> {
   for (let i = 0; i < files.length; i += INSERT_BATCH) {
     const paths = files.slice(i, i + INSERT_BATCH).map((file) => file.path);
-    const known = await trx.selectFrom('catalog_data_files').select('path').where('path', 'in', paths).executeTakeFirst();
+    const known =
+      (await trx.selectFrom('catalog_data_files').select('path').where('path', 'in', paths).executeTakeFirst()) ??
+      (await trx.selectFrom('catalog_file_deletions').select('path').where('path', 'in', paths).executeTakeFirst());
     if (known) throw invalidCommit(`File ${known.path} is already part of the catalog`);
   }
 }
@@ -135,17 +138,22 @@ async function markRemoved(trx: Executor, snapshotId: number, fileIds: string[])
   }
 }
 
+/** Only the catalog's rollback sets these: its files are an older snapshot's (their paths named again), and it always makes a version. */
+export interface RollbackCommit {
+  reusePaths?: boolean;
+}
+
 /**
  * Commits a snapshot inside the caller's transaction. The dataset row lock serialises commits to one
  * dataset, so each new snapshot's parent is the one current when the lock was taken.
  */
-export async function commitSnapshotIn(trx: Executor, input: CommitInput): Promise<Snapshot> {
+export async function commitSnapshotIn(trx: Executor, input: CommitInput, internal: RollbackCommit = {}): Promise<Snapshot> {
   checkInput(input);
   const dataset = await requireVersionedDataset(trx, input.dataset, 'update');
   checkParent(dataset, input);
   checkDefinitionVersion(dataset, input);
   const parent = dataset.current_snapshot_id === null ? undefined : await requireSnapshot(trx, dataset.current_snapshot_id);
-  await refuseKnownPaths(trx, input.addFiles);
+  if (!internal.reusePaths) await refuseKnownPaths(trx, input.addFiles);
   const leaving = await filesLeaving(trx, dataset.dataset_id, input);
   const snapshot = await trx
     .insertInto('catalog_snapshots')
@@ -160,6 +168,7 @@ export async function commitSnapshotIn(trx: Executor, input: CommitInput): Promi
       operation: input.operation,
       definition_version: dataset.definition_version,
       ...snapshotAmounts(input.operation, parent, sumAmounts(input.addFiles), leaving),
+      ...(internal.reusePaths ? { changed_rows: true } : {}),
     })
     .returningAll()
     .executeTakeFirstOrThrow();

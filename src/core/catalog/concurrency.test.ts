@@ -123,12 +123,43 @@ describe(`catalog under concurrency (${TEST_DATABASE_URL ? 'PostgreSQL' : 'PGlit
     const appends = files.map((f) => catalog.commitSnapshot({ dataset: ref, operation: 'append', author: 'a', addFiles: [f], rebaseAppends: true }));
     const [dropped, ...results] = await Promise.allSettled([catalog.dropDataset(ref), ...appends]);
     expect(dropped.status).toBe('fulfilled');
-    const returned = new Set((dropped as PromiseFulfilledResult<string[]>).value);
+    // The drop is soft: the dropped dataset's last snapshot still names every file committed before it.
+    const gone = (dropped as PromiseFulfilledResult<{ current_snapshot_id: number }>).value;
+    const returned = new Set((await catalog.snapshotFiles(gone.current_snapshot_id)).map((f) => f.path));
     results.forEach((result, i) => {
-      // Every append either landed before the drop (and the drop reports its file) or found no dataset.
+      // Every append either landed before the drop (and the dropped dataset keeps its file) or found no dataset.
       if (result.status === 'fulfilled') expect(returned.has(files[i].path)).toBe(true);
       else expect(result.reason).toMatchObject({ status: 404, code: 'DATASET_NOT_FOUND' });
     });
+  });
+
+  it('a lease racing an expiry: either the lease holds the snapshot or it is refused with 410, never both lost', async () => {
+    for (let round = 0; round < 10; round++) {
+      const ref = await newDataset();
+      const old = await catalog.commitSnapshot({ dataset: ref, operation: 'create', author: 'a', addFiles: [file(1)] });
+      await catalog.commitSnapshot({ dataset: ref, operation: 'overwrite', removeAllFiles: true, author: 'a', addFiles: [file(2)] });
+      const [lease, expiry] = await Promise.allSettled([
+        catalog.leaseSnapshots([old.snapshot_id], `reader_${round}`, 60_000),
+        catalog.expireSnapshots(ref, { olderThanMs: 0 }),
+      ]);
+      expect(expiry.status).toBe('fulfilled');
+      const expired = (expiry as PromiseFulfilledResult<{ expired: number[] }>).value.expired.includes(old.snapshot_id);
+      if (lease.status === 'fulfilled') expect(expired).toBe(false);
+      else expect([expired, (lease.reason as { code: string }).code]).toEqual([true, 'SNAPSHOT_EXPIRED']);
+      // A leased snapshot still lists its files; an expired one answers 410.
+      if (expired) await expect(catalog.snapshotFiles(old.snapshot_id)).rejects.toMatchObject({ status: 410 });
+      else expect(await catalog.snapshotFiles(old.snapshot_id)).toHaveLength(1);
+    }
+  });
+
+  it('two UNDROPs of one name at once restore it once', async () => {
+    const ref = await newDataset();
+    await catalog.dropDataset(ref, 'a');
+    await catalog.createDataset(ref, { columns: [{ name: 'id', type: 'BIGINT', nullable: false }] }, 'b');
+    await catalog.dropDataset(ref, 'b');
+    const results = await Promise.allSettled([catalog.undropDataset(ref), catalog.undropDataset(ref)]);
+    expect(statusesOf(results)).toEqual(['ALREADY_EXISTS', 'ok']);
+    expect((await catalog.getDataset(ref)).created_by).toBe('b');
   });
 
   it('stamps every snapshot with the definition in force when it committed', async () => {

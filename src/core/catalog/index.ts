@@ -1,5 +1,7 @@
 /** The catalog: the table format that upload, query jobs and OData build on. See docs/catalog.md. */
-export { Catalog } from './catalog.ts';
+export { Catalog, DEFAULT_LIFECYCLE, type LifecycleSettings } from './catalog.ts';
+export type { ExpiryOptions, ExpiryResult } from './lifecycle.ts';
+export { CatalogSweeper } from './sweeper.ts';
 export { SNAPSHOT_OPERATIONS } from './commit.ts';
 export { DATASET_KINDS } from './definition.ts';
 export { resolveGuards, type NamespaceGuards, type NamespacePropertiesPatch } from './guards.ts';

@@ -40,8 +40,9 @@ export async function requireCollection(q: Executor, workspace: string, name: st
   return row;
 }
 
+/** A live dataset: dropped ones (kept for UNDROP until purged) are never found here. */
 export async function findDataset(q: Executor, key: DatasetKey, lock?: 'update'): Promise<Dataset | undefined> {
-  let query = q.selectFrom('catalog_datasets').selectAll();
+  let query = q.selectFrom('catalog_datasets').selectAll().where('dropped_at', 'is', null);
   if (typeof key === 'string') {
     query = query.where('dataset_id', '=', key);
   } else {
@@ -78,6 +79,19 @@ export async function requireSnapshot(q: Executor, snapshotId: number, datasetId
   return row;
 }
 
+/** 410 SNAPSHOT_EXPIRED for a snapshot EXPIRE SNAPSHOTS expired (it stays in the history, unreadable). */
+export function refuseExpired(snapshot: Snapshot): Snapshot {
+  if (snapshot.expired_at !== null) {
+    throw appError('SNAPSHOT_EXPIRED', `Snapshot ${snapshot.snapshot_id} has expired (EXPIRE SNAPSHOTS): its files are gone; it remains only in the history`);
+  }
+  return snapshot;
+}
+
+/** A snapshot that can be read: 404 when missing, 410 when expired. */
+export async function requireLiveSnapshot(q: Executor, snapshotId: number, datasetId?: string): Promise<Snapshot> {
+  return refuseExpired(await requireSnapshot(q, snapshotId, datasetId));
+}
+
 /**
  * Locks the datasets in scope (waiting for commits in flight) and returns the storage paths of every
  * data file they name, removed ones included: what the caller must delete after dropping them.
@@ -91,6 +105,7 @@ export async function lockDatasetsAndListPaths(
   if (scope.datasetId !== undefined) datasets = datasets.where('dataset_id', '=', scope.datasetId);
   const ids = (await datasets.forUpdate().execute()).map((row) => row.dataset_id);
   if (ids.length === 0) return [];
-  const files = await q.selectFrom('catalog_data_files').select('path').where('dataset_id', 'in', ids).orderBy('path').execute();
+  // Dropped datasets in scope included; a rollback names a path again, so each path once.
+  const files = await q.selectFrom('catalog_data_files').select('path').distinct().where('dataset_id', 'in', ids).orderBy('path').execute();
   return files.map((file) => file.path);
 }

@@ -1,6 +1,6 @@
 import { AppError, appError } from '../errors/index.ts';
 import { normalizeTagName } from './names.ts';
-import { datasetLabel as label, requireSnapshot } from './queries.ts';
+import { datasetLabel as label, refuseExpired, requireLiveSnapshot, requireSnapshot } from './queries.ts';
 import type { SnapshotSelector } from './selectors.ts';
 import type { Dataset, Executor, Snapshot } from './types.ts';
 
@@ -36,7 +36,7 @@ async function previousSnapshot(q: Executor, dataset: Dataset): Promise<Snapshot
   const madeCurrentRows = current.changed_rows ? current : await latestChange(q, dataset.dataset_id, current.sequence);
   const previous = madeCurrentRows && (await latestChange(q, dataset.dataset_id, madeCurrentRows.sequence - 1));
   if (!previous) throw notFound(`${label(dataset)} has no previous version`);
-  return previous;
+  return refuseExpired(previous);
 }
 
 async function taggedSnapshot(q: Executor, dataset: Dataset, tagName: string): Promise<Snapshot> {
@@ -48,7 +48,7 @@ async function taggedSnapshot(q: Executor, dataset: Dataset, tagName: string): P
     .where('name', '=', name)
     .executeTakeFirst();
   if (!tag) throw notFound(`${label(dataset)} has no tag '${name}'`, 'TAG_NOT_FOUND');
-  return requireSnapshot(q, tag.snapshot_id, dataset.dataset_id);
+  return requireLiveSnapshot(q, tag.snapshot_id, dataset.dataset_id);
 }
 
 export function resolveSnapshotIn(q: Executor, dataset: Dataset, selector: SnapshotSelector): Promise<Snapshot> {
@@ -60,6 +60,6 @@ export function resolveSnapshotIn(q: Executor, dataset: Dataset, selector: Snaps
     case 'tag':
       return taggedSnapshot(q, dataset, selector.name);
     case 'id':
-      return requireSnapshot(q, selector.snapshotId, dataset.dataset_id);
+      return requireLiveSnapshot(q, selector.snapshotId, dataset.dataset_id);
   }
 }

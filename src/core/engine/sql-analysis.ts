@@ -62,7 +62,17 @@ export interface FunctionArg {
   itemPositions?: (number | undefined)[];
 }
 
-export type LakeportStatement = 'create_secret' | 'grant' | 'revoke' | 'alter_workspace' | 'alter_dataset' | 'create_view' | 'drop_view' | 'comment';
+export type LakeportStatement =
+  | 'create_secret'
+  | 'grant'
+  | 'revoke'
+  | 'alter_workspace'
+  | 'alter_dataset'
+  | 'create_view'
+  | 'drop_view'
+  | 'comment'
+  | 'drop_dataset'
+  | 'undrop_dataset';
 
 export type RefusalCode =
   | 'EMPTY_STATEMENT'
@@ -363,6 +373,8 @@ function lakeportStatement(tokens: SqlToken[]): LakeportStatement | undefined {
   if (first === 'ALTER' && upperWord(tokens[1]) === 'DATASET') return 'alter_dataset';
   if (first === 'DROP' && upperWord(tokens[1]) === 'VIEW') return 'drop_view';
   if (first === 'COMMENT' && upperWord(tokens[1]) === 'ON') return 'comment';
+  if (first === 'DROP' && upperWord(tokens[1]) === 'DATASET') return 'drop_dataset';
+  if (first === 'UNDROP' && upperWord(tokens[1]) === 'DATASET') return 'undrop_dataset';
   if (first === 'CREATE') {
     let i = 1;
     if (upperWord(tokens[i]) === 'OR' && upperWord(tokens[i + 1]) === 'REPLACE') i += 2;

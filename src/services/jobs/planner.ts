@@ -46,6 +46,8 @@ interface ResolveContext {
   principal: Principal;
   views: Map<string, SandboxView>;
   withFiles: boolean;
+  /** A job about to run: the snapshots it reads are leased to it (see prepare). */
+  lease?: { holder: string; ttlMs: number };
   /** The views being resolved, outermost first (for messages, cycles and depth). */
   stack: string[];
   /** When planning a CREATE VIEW: the view's own name, which its definition must not reach. */
@@ -205,8 +207,16 @@ export class QueryPlanner {
   /**
    * `view`: the text is the SELECT of a CREATE VIEW named `self` (which it must not reach): it may
    * not take parameters or read private storage.
+   * With `lease` (a job about to run), every snapshot the job reads is leased to `lease.holder` for
+   * `lease.ttlMs` before its files are listed, so EXPIRE SNAPSHOTS cannot take them while it runs
+   * (docs/lifecycle.md); the runner releases the lease when the job ends.
    */
-  async prepare(caller: Caller, sqlText: string, values: Record<string, ParamValue>, options: { withFiles: boolean; view?: { self: string } }): Promise<Prepared> {
+  async prepare(
+    caller: Caller,
+    sqlText: string,
+    values: Record<string, ParamValue>,
+    options: { withFiles: boolean; view?: { self: string }; lease?: { holder: string; ttlMs: number } },
+  ): Promise<Prepared> {
     const fail = (code: JobFailureCode, message: string, position?: number): Prepared => ({ ok: false, error: jobError(sqlText, code, message, position) });
     const analysis = await this.analyzer.analyze(sqlText);
     if (analysis.kind === 'refused') return fail(analysis.code, analysis.message, analysis.position);
@@ -262,7 +272,7 @@ export class QueryPlanner {
       edits.push({ ...span, text: index });
     }
     const views = new Map<string, SandboxView>();
-    const refused = await this.resolveTables({ principal, views, withFiles: options.withFiles, stack: [], self: options.view?.self }, analysis.tables, tokens, edits);
+    const refused = await this.resolveTables({ principal, views, withFiles: options.withFiles, lease: options.lease, stack: [], self: options.view?.self }, analysis.tables, tokens, edits);
     if (refused) return fail(refused.code, refused.message, refused.position);
     // Edits never overlap: a READ_* call's arguments are literals, so no dataset is named inside one.
     const render = (files: string[][]) => applyEdits(sql, edits, (p) => renderRead(external[p], files[p] ?? []));
@@ -323,7 +333,9 @@ export class QueryPlanner {
         try {
           snapshotId = (await this.catalog.resolveSnapshotOf(dataset, selector)).snapshot_id;
         } catch (error) {
-          if (error instanceof AppError && error.status < 500) return refuse('SNAPSHOT_NOT_FOUND', `${inView ? `${inView}: ` : ''}${label}: ${error.message}`);
+          if (error instanceof AppError && error.status < 500) {
+            return refuse(error.code === 'SNAPSHOT_EXPIRED' ? 'SNAPSHOT_EXPIRED' : 'SNAPSHOT_NOT_FOUND', `${inView ? `${inView}: ` : ''}${label}: ${error.message}`);
+          }
           throw error;
         }
         viewName = [viewName[0], collection, `${name}@${snapshotId}`];
@@ -336,7 +348,18 @@ export class QueryPlanner {
         edits.push({ ...span, text: viewName.map(quote).join('.') });
       }
       const key = viewName.join('\u0000');
-      if (dataset.kind !== 'view' && !ctx.views.has(key)) ctx.views.set(key, await this.view(viewName, dataset, snapshotId, ctx.withFiles));
+      if (dataset.kind !== 'view' && !ctx.views.has(key)) {
+        try {
+          ctx.views.set(key, await this.view(viewName, dataset, snapshotId, ctx));
+        } catch (error) {
+          if (!(error instanceof AppError && error.code === 'SNAPSHOT_EXPIRED')) throw error;
+          // The current snapshot was replaced and expired between reading the dataset and leasing it: read it again, once.
+          const again = ref.version ? undefined : await this.findDataset({ workspace, collection, dataset: name });
+          const retried = again && (await this.view(viewName, again, again.current_snapshot_id, ctx).catch(() => undefined));
+          if (!retried) return refuse('SNAPSHOT_EXPIRED', `${inView ? `${inView}: ` : ''}${label}: ${error.message}`);
+          ctx.views.set(key, retried);
+        }
+      }
     }
     return undefined;
   }
@@ -384,13 +407,19 @@ export class QueryPlanner {
     }
   }
 
-  private async view(name: [string, string, string], dataset: Dataset, snapshotId: number | null, withFiles: boolean): Promise<SandboxView> {
-    const keys = withFiles && snapshotId !== null ? await this.snapshotFiles(snapshotId) : [];
+  private async view(name: [string, string, string], dataset: Dataset, snapshotId: number | null, options: { withFiles: boolean; lease?: { holder: string; ttlMs: number } }): Promise<SandboxView> {
+    if (options.withFiles && options.lease && snapshotId !== null) await this.catalog.leaseSnapshots([snapshotId], options.lease.holder, options.lease.ttlMs);
+    const keys = options.withFiles && snapshotId !== null ? await this.snapshotFiles(snapshotId) : [];
     return {
       name,
       columns: dataset.columns.map((c) => ({ name: c.name, type: c.type })),
       files: await Promise.all(keys.map((key) => this.blobs.localPath(key))),
     };
+  }
+
+  /** Ends the leases a job's run took (prepare's `lease.holder`). */
+  releaseLeases(holder: string): Promise<void> {
+    return this.catalog.releaseLeases(holder);
   }
 
   /** The blob keys of a snapshot's data files: a committed snapshot never changes, so they are read once and kept. */

@@ -25,7 +25,7 @@ describe('the time limit covers the whole job', () => {
   it('logs a job it finishes without waiting for, and a failure that job meets afterwards', async () => {
     const { log, entries } = recordingLogger();
     let fail!: (error: Error) => void;
-    const late = { prepare: () => new Promise((_, reject) => (fail = reject)) } as unknown as QueryPlanner;
+    const late = { prepare: () => new Promise((_, reject) => (fail = reject)), releaseLeases: async () => undefined } as unknown as QueryPlanner;
     const engine = new InlineQueryEngine({ threads: 1, memoryLimit: '64MB' });
     const runner = new SandboxJobRunner(late, {} as BlobStore, { shared: engine, isolated: () => engine }, { perJob: 1, perIdentity: 1, retainedBy: async () => 0 }, undefined, log);
     const handle = runner.start(job);

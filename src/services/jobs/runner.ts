@@ -56,6 +56,9 @@ const STOP_GRACE_MS = 2_000;
  * attempt runs on an engine of its own, and if that one dies too the job fails with ENGINE_CRASHED
  * and is never run again. Jobs that only shared the engine with it succeed on their second run.
  */
+/** A job's snapshot leases outlive its time limit by this much (the stop grace, copying results). */
+const LEASE_MARGIN_MS = 5 * 60_000;
+
 export class SandboxJobRunner implements JobRunner {
   private swept = false;
 
@@ -114,7 +117,23 @@ export class SandboxJobRunner implements JobRunner {
   }
 
   private async run(job: JobRow, started: (r: QueryRun) => void, stopReason: () => InterruptReason | undefined, signal: AbortSignal): Promise<JobOutcome> {
-    const prepared = await this.planner.prepare({ identity: job.owner, permissions: job.permissions }, job.sql_text, job.parameters, { withFiles: true });
+    // The snapshots the job reads are leased for its run (expiring by themselves if this process dies).
+    const lease = { holder: `job:${job.execution_id}`, ttlMs: job.timeout_ms + LEASE_MARGIN_MS };
+    try {
+      return await this.runLeased(job, lease, started, stopReason, signal);
+    } finally {
+      await this.planner.releaseLeases(lease.holder).catch((error: unknown) => this.log.warn({ err: error, execution_id: job.execution_id }, 'could not release the leases of a job; they expire by themselves'));
+    }
+  }
+
+  private async runLeased(
+    job: JobRow,
+    lease: { holder: string; ttlMs: number },
+    started: (r: QueryRun) => void,
+    stopReason: () => InterruptReason | undefined,
+    signal: AbortSignal,
+  ): Promise<JobOutcome> {
+    const prepared = await this.planner.prepare({ identity: job.owner, permissions: job.permissions }, job.sql_text, job.parameters, { withFiles: true, lease });
     if (!prepared.ok) return { status: 'failed', error: prepared.error };
     const { query } = prepared;
     const retained = await this.limits.retainedBy(job.owner);

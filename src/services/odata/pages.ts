@@ -83,7 +83,9 @@ export class RowPages {
   async open(request: PageRequest): Promise<{ body: Readable; closed(): void }> {
     const { options } = request;
     if (options.orderby === undefined && options.apply === undefined && !options.count && options.top > 0) return this.fromCursor(request);
-    const read = this.readOf(request, await request.version);
+    const version = await request.version;
+    await this.deps.odata.pin(version);
+    const read = this.readOf(request, version);
     const ready = await this.deps.readAhead.take(read.keyOf(read.token));
     if (ready) {
       if (ready.next !== undefined) this.follow(read, ready.next);
@@ -151,6 +153,7 @@ export class RowPages {
     let version: DatasetVersion;
     try {
       version = await request.version;
+      await this.deps.odata.pin(version);
     } catch (error) {
       if (kept) void discard(kept.cursor, early!);
       throw error;

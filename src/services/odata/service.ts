@@ -2,6 +2,7 @@ import { LRUCache } from 'lru-cache';
 import { roleAtLeast, type Authorizer, type Principal } from '../../core/authz/index.ts';
 import { NAME_REGEX, normalizeRef, parseSelector, refOf, type Catalog, type DataFile, type Dataset, type DatasetRef, type Snapshot, type SnapshotSelector } from '../../core/catalog/index.ts';
 import type { RowReader } from '../../core/engine/row-reader.ts';
+import { newId } from '../../core/crypto/index.ts';
 import { AppError } from '../../core/errors/index.ts';
 import type { BlobStore } from '../../core/storage/index.ts';
 import { odataError } from './errors.ts';
@@ -52,6 +53,10 @@ export function entityOf(dataset: Dataset): { properties: ODataColumn[]; columns
   return { properties, columns, rowId: names.rowId };
 }
 
+/** An OData paged read holds its snapshot this long after its latest page (docs/lifecycle.md). */
+export const PIN_TTL_MS = 30 * 60_000;
+const PIN_RENEW_MS = 5 * 60_000;
+
 /**
  * What OData reads: the datasets a caller may read, at a selected version, with what their
  * metadata describes. Authorization is decided here, through core/authz, for every dataset.
@@ -61,7 +66,27 @@ export class ODataService {
   private readonly snapshotFiles = new LRUCache<number, DataFile[]>({ max: 1_000 });
   private readonly snapshots = new LRUCache<number, Snapshot>({ max: 1_000 });
 
+  /** When this process last leased each snapshot (see pin). */
+  private readonly pinned = new LRUCache<number, number>({ max: 10_000 });
+  /** The holder of this process's OData leases. */
+  private readonly leaseHolder = `odata:${newId('proc')}`;
+
   constructor(private readonly deps: ODataServiceDeps) {}
+
+  /**
+   * Leases the version's snapshot while its pages are read: a client following nextLink keeps the
+   * snapshot from EXPIRE SNAPSHOTS for PIN_TTL_MS after its last page. Renewed at most every
+   * PIN_RENEW_MS per snapshot, so most pages cost no write. 410 SNAPSHOT_EXPIRED when it expired.
+   */
+  async pin(version: DatasetVersion): Promise<void> {
+    const id = version.snapshot?.snapshot_id;
+    if (id === undefined) return;
+    const now = Date.now();
+    const last = this.pinned.get(id);
+    if (last !== undefined && now - last < PIN_RENEW_MS) return;
+    await this.deps.catalog.leaseSnapshots([id], this.leaseHolder, PIN_TTL_MS);
+    this.pinned.set(id, now);
+  }
 
   /** Every versioned dataset the caller may read, by workspace, collection and name (soft-deleted workspaces are left out by core/authz). */
   async readableDatasets(caller: Principal): Promise<{ dataset: Dataset; role: DatasetVersion['role']; policies: string[] }[]> {

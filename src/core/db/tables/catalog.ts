@@ -70,6 +70,9 @@ export interface CatalogDatasetsTable {
   created_at: DefaultTimestamp;
   updated_by: string;
   updated_at: DefaultTimestamp;
+  /** Set by DROP DATASET: the row is kept (UNDROP restores it) until the purge (migration 0020). */
+  dropped_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
+  dropped_by: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 export interface CatalogSnapshotsTable {
@@ -87,6 +90,8 @@ export interface CatalogSnapshotsTable {
   total_size: number;
   changed_rows: boolean;
   definition_version: number;
+  /** Set by EXPIRE SNAPSHOTS: a history row that can no longer be read. */
+  expired_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
 }
 
 export interface CatalogDataFilesTable {
@@ -109,6 +114,21 @@ export interface CatalogTagsTable {
   created_at: DefaultTimestamp;
 }
 
+/** Storage paths to delete once `delete_after` has passed (no catalog row names them any more). */
+export interface CatalogFileDeletionsTable {
+  path: string;
+  size_bytes: ColumnType<number, number | undefined, number>;
+  queued_at: DefaultTimestamp;
+  delete_after: ColumnType<Date, Date | string, Date | string>;
+}
+
+/** A reader's hold on a snapshot: expiry skips it until `expires_at`. */
+export interface CatalogSnapshotLeasesTable {
+  snapshot_id: number;
+  holder: string;
+  expires_at: ColumnType<Date, Date | string, Date | string>;
+}
+
 export interface CatalogTables {
   catalog_namespaces: CatalogNamespacesTable;
   catalog_collections: CatalogCollectionsTable;
@@ -116,4 +136,6 @@ export interface CatalogTables {
   catalog_snapshots: CatalogSnapshotsTable;
   catalog_data_files: CatalogDataFilesTable;
   catalog_tags: CatalogTagsTable;
+  catalog_file_deletions: CatalogFileDeletionsTable;
+  catalog_snapshot_leases: CatalogSnapshotLeasesTable;
 }

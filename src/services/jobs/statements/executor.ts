@@ -5,9 +5,10 @@ import type { PolicyChange, PolicyPlanner, PolicyRow } from '../../policy/index.
 import type { ParamValue } from '../types.ts';
 import { AppError, isAppError, type ErrorCode } from '../../../core/errors/index.ts';
 import { StatementError, statementError, type Span } from './errors.ts';
-import type { AlterDatasetSort, AlterWorkspace, CommentOn, CreateSecret, CreateTag, CreateView, DatasetName, DropTag, DropView, GrantStatement, LakeportStatement, Located } from './parser.ts';
+import type { AlterDatasetSort, AlterWorkspace, CommentOn, CreateSecret, CreateTag, CreateView, DatasetName, DropTag, DropView, GrantStatement, LakeportStatement, Located, WorkspaceProperty } from './parser.ts';
 import type { ViewDescriber } from '../views.ts';
 import type { ColumnDef } from '../../../core/db/index.ts';
+import { LifecycleStatements } from './lifecycle.ts';
 import type { SecretStore } from './secret-store.ts';
 import { checkSecretShape, checkSecretValues, type HostResolver } from './secret-types.ts';
 
@@ -43,7 +44,11 @@ export interface StatementOutcome {
  * (a 404, 409 or 423) keeps its status and code and gains the place.
  */
 export class StatementExecutor {
-  constructor(private readonly deps: ExecutorDeps) {}
+  private readonly lifecycle: LifecycleStatements;
+
+  constructor(private readonly deps: ExecutorDeps) {
+    this.lifecycle = new LifecycleStatements(deps);
+  }
 
   async execute(caller: Principal, statement: LakeportStatement, parameters: Record<string, ParamValue>, options: { dryRun: boolean }): Promise<StatementOutcome> {
     switch (statement.kind) {
@@ -67,6 +72,14 @@ export class StatementExecutor {
         return this.commentOn(caller, statement, options.dryRun);
       case 'alter_dataset_sort':
         return this.alterDatasetSort(caller, statement, options.dryRun);
+      case 'drop_dataset':
+        return this.lifecycle.dropDataset(caller, statement, options.dryRun);
+      case 'undrop_dataset':
+        return this.lifecycle.undropDataset(caller, statement, options.dryRun);
+      case 'alter_dataset_rollback':
+        return this.lifecycle.rollback(caller, statement, options.dryRun);
+      case 'alter_dataset_expire':
+        return this.lifecycle.expire(caller, statement, options.dryRun);
     }
   }
 
@@ -283,15 +296,16 @@ export class StatementExecutor {
 
   private async alterWorkspace(caller: Principal, s: AlterWorkspace, dryRun: boolean): Promise<StatementOutcome> {
     const workspace = s.workspace.value;
+    const property = s.property.value;
     if (!(await this.at(s.workspace, () => this.deps.authz.can(caller, 'owner', { workspace })))) {
-      throw statementError('PERMISSION_DENIED', `Only an owner of the whole workspace (${workspace}.*) may change its deletion_protection`, s.workspace);
+      throw statementError('PERMISSION_DENIED', `Only an owner of the whole workspace (${workspace}.*) may change its ${property}`, s.workspace);
     }
     await this.requireNamespace(workspace, s.workspace);
     const state = s.value.value ? 'ON' : 'OFF';
-    const effect = s.value.value ? 'it cannot be deleted until its owner sets it OFF' : 'it can be deleted';
-    if (dryRun) return { message: `Would set deletion_protection of workspace ${workspace} ${state}` };
-    await this.at(s.span, () => this.deps.catalog.setNamespaceProperties(workspace, { deletion_protection: s.value.value }));
-    return { message: `Workspace ${workspace}: deletion_protection is ${state} (${effect})` };
+    const effect = PROPERTY_EFFECTS[property][s.value.value ? 1 : 0];
+    if (dryRun) return { message: `Would set ${property} of workspace ${workspace} ${state}` };
+    await this.at(s.span, () => this.deps.catalog.setNamespaceProperties(workspace, { [property]: s.value.value }));
+    return { message: `Workspace ${workspace}: ${property} is ${state} (${effect})` };
   }
   // ── views (docs/views.md) ──
 
@@ -436,6 +450,13 @@ export class StatementExecutor {
     return { message: sortOrder ? `${label} is declared sorted by ${described}` : `${label} has no declared sort order` };
   }
 }
+
+/** What each workspace property means when OFF and when ON, for the statement's message. */
+const PROPERTY_EFFECTS: Record<WorkspaceProperty, [string, string]> = {
+  deletion_protection: ['it can be deleted', 'it cannot be deleted until its owner sets it OFF'],
+  drop_protection: ['its datasets and collections can be dropped', 'its datasets and collections cannot be dropped'],
+  history_protection: ['its snapshots can be expired and its tags moved or dropped', 'its snapshots cannot be expired nor its tags moved or dropped'],
+};
 
 /**
  * The values of a CREATE SECRET's options: literals as written, parameters from the request's

@@ -261,7 +261,7 @@ describe('ALTER WORKSPACE … SET deletion_protection', () => {
     await refused(alice, 'ALTER WORKSPACE vault SET deletion_protection TO ON', 409, 'WORKSPACE_DELETED');
   });
 
-  it('names only deletion_protection', async () => {
-    await refused(alice, 'ALTER WORKSPACE sales SET drop_protection TO ON', 400, 'UNKNOWN_PROPERTY');
+  it('names only the lock and the two guards', async () => {
+    await refused(alice, 'ALTER WORKSPACE sales SET retention TO ON', 400, 'UNKNOWN_PROPERTY');
   });
 });

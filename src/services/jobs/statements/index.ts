@@ -48,7 +48,7 @@ const RESULT_COLUMNS = [{ name: 'status', type: 'VARCHAR' }];
 
 /**
  * Lakeport's own statements (CREATE SECRET, GRANT, REVOKE, CREATE/DROP TAG, ALTER WORKSPACE, CREATE/DROP
- * VIEW, COMMENT ON, ALTER DATASET … SORTED BY) as the
+ * VIEW, COMMENT ON, DROP/UNDROP DATASET, ALTER DATASET) as the
  * job service runs them: they change metadata only, so they run inside the submit request. Success is
  * a job that is already `succeeded`, with a one-row result (`status`: what was done); an error is an
  * HTTP error of the submit and leaves no job behind.

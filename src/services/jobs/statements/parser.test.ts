@@ -341,7 +341,7 @@ describe('ALTER WORKSPACE', () => {
   });
 
   it.each([
-    ['ALTER WORKSPACE sales SET history_protection TO ON', 'UNKNOWN_PROPERTY', 'history_protection'],
+    ['ALTER WORKSPACE sales SET retention TO ON', 'UNKNOWN_PROPERTY', 'retention'],
     ['ALTER WORKSPACE sales SET deletion_protection ON', 'SYNTAX_ERROR', 'ON'],
     ['ALTER WORKSPACE sales SET deletion_protection TO maybe', 'SYNTAX_ERROR', 'maybe'],
     ["ALTER WORKSPACE sales SET deletion_protection TO 'on'", 'SYNTAX_ERROR', "'on'"],
@@ -394,16 +394,58 @@ describe('views, COMMENT ON and ALTER DATASET', () => {
   });
 });
 
+describe('dataset lifecycle statements', () => {
+  it.each([
+    ['ALTER WORKSPACE sales SET drop_protection TO ON', 'drop_protection', true],
+    ['alter workspace sales set History_Protection = false', 'history_protection', false],
+  ])('%s', (sql, property, value) => {
+    expect(parseStatement(sql)).toMatchObject({ kind: 'alter_workspace', property: { value: property }, value: { value } });
+  });
+
+  it('parses each statement', () => {
+    expect(parseStatement('DROP DATASET IF EXISTS Sales.Orders."Daily";')).toMatchObject({ kind: 'drop_dataset', ifExists: true, dataset: { value: { workspace: 'sales', collection: 'orders', dataset: 'daily' } } });
+    expect(parseStatement('drop dataset a.b.c')).toMatchObject({ kind: 'drop_dataset', ifExists: false });
+    expect(parseStatement('UNDROP DATASET a.b.c')).toMatchObject({ kind: 'undrop_dataset', dataset: { value: { dataset: 'c' } } });
+    expect(parseStatement('ALTER DATASET a.b.c ROLLBACK TO SNAPSHOT 42')).toMatchObject({ kind: 'alter_dataset_rollback', target: { value: { kind: 'id', snapshotId: 42 } } });
+    expect(parseStatement("ALTER DATASET a.b.c ROLLBACK TO TAG 'v1.2-rc'")).toMatchObject({ target: { value: { kind: 'tag', name: 'v1.2-rc' } } });
+    expect(parseStatement('ALTER DATASET a.b.c ROLLBACK TO TAG Q1')).toMatchObject({ target: { value: { kind: 'tag', name: 'q1' } } });
+    for (const interval of ["INTERVAL '7 days'", "'7 days'", '7 DAYS', 'interval 7 day', "'1 week'"]) {
+      expect(parseStatement(`ALTER DATASET a.b.c EXPIRE SNAPSHOTS OLDER THAN ${interval}`), interval).toMatchObject({ kind: 'alter_dataset_expire', olderThan: { value: 604_800_000 } });
+    }
+    expect(parseStatement('ALTER DATASET a.b.c EXPIRE SNAPSHOTS OLDER THAN 3 HOURS RETAIN LAST 5')).toMatchObject({ olderThan: { value: 10_800_000 }, retainLast: { value: 5 } });
+    expect(isLakeportText('UNDROP DATASET a.b.c')).toBe(true);
+    expect(isLakeportText('ALTER DATASET a.b.c COMPACT')).toBe(true);
+  });
+
+  it.each([
+    ['DROP DATASET a.b', 'SYNTAX_ERROR', undefined],
+    ['DROP DATASET IF a.b.c', 'SYNTAX_ERROR', 'a'],
+    ['UNDROP DATASET IF EXISTS a.b.c', 'SYNTAX_ERROR', 'EXISTS'],
+    ['ALTER DATASET a.b.c ROLLBACK SNAPSHOT 1', 'SYNTAX_ERROR', 'SNAPSHOT'],
+    ['ALTER DATASET a.b.c ROLLBACK TO SNAPSHOT 0', 'SYNTAX_ERROR', '0'],
+    ['ALTER DATASET a.b.c ROLLBACK TO TAG current', 'INVALID_NAME', 'current'],
+    ['ALTER DATASET a.b.c EXPIRE SNAPSHOTS OLDER THAN', 'INVALID_INTERVAL', undefined],
+    ["ALTER DATASET a.b.c EXPIRE SNAPSHOTS OLDER THAN '7 parsecs'", 'INVALID_INTERVAL', "'7 parsecs'"],
+    ['ALTER DATASET a.b.c EXPIRE SNAPSHOTS OLDER THAN 7 DAYS RETAIN 3', 'SYNTAX_ERROR', '3'],
+    ['ALTER DATASET a.b.c EXPIRE SNAPSHOTS OLDER THAN 7 DAYS extra', 'SYNTAX_ERROR', 'extra'],
+    ['ALTER DATASET a.b.c COMPACT', 'SYNTAX_ERROR', 'COMPACT'],
+  ])('%s → %s', (sql, code, at) => {
+    const error = errorOf(sql);
+    expect(error.code).toBe(code);
+    if (at !== undefined) expect(error.at).toBe(at);
+  });
+});
+
 describe('fuzzed statements', () => {
   const words = fc.constantFrom(
     'CREATE', 'OR', 'REPLACE', 'SECRET', 'IF', 'NOT', 'EXISTS', 'IN', 'TYPE', 'KEY', 'SCOPE', 'URL', "'http_endpoint'", "'gcs_service_account'", "'x'", ':p', ':', '(', ')', ',', ';',
-    'GRANT', 'REVOKE', 'ON', 'TO', 'FROM', 'reader', 'owner', 'ws', '.', '*', 'TAG', 'DROP', 'AT', 'VERSION', '=', '>', '42', 'ALTER', 'WORKSPACE', 'SET', 'deletion_protection', 'TRUE',
+    'GRANT', 'REVOKE', 'ON', 'TO', 'FROM', 'reader', 'owner', 'ws', '.', '*', 'TAG', 'DROP', 'AT', 'VERSION', '=', '>', '42', 'ALTER', 'WORKSPACE', 'SET', 'deletion_protection', 'TRUE', 'DATASET', 'UNDROP', 'ROLLBACK', 'SNAPSHOT', 'EXPIRE', 'SNAPSHOTS', 'OLDER', 'THAN', 'INTERVAL', "'7 days'", 'DAYS', 'RETAIN', 'LAST',
     '"q"', '$$v$$', "E'x'", '--', '/*', '\u0000', '\n', "'", '"', '$1', '?', 'USER', 'SERVICE_ACCOUNT', '2024x.y',
   );
   const statement = fc.oneof(
     fc.array(words, { maxLength: 24 }).map((w) => w.join(' ')),
     fc.array(words, { maxLength: 24 }).map((w) => w.join('')),
-    fc.tuple(fc.constantFrom('CREATE SECRET ', 'GRANT ', 'REVOKE ', 'CREATE TAG ', 'DROP TAG ', 'ALTER WORKSPACE ', 'ALTER SECRET '), fc.string({ maxLength: 80 })).map(([a, b]) => a + b),
+    fc.tuple(fc.constantFrom('CREATE SECRET ', 'GRANT ', 'REVOKE ', 'CREATE TAG ', 'DROP TAG ', 'ALTER WORKSPACE ', 'ALTER SECRET ', 'DROP DATASET ', 'UNDROP DATASET ', 'ALTER DATASET a.b.c ', 'ALTER DATASET a.b.c EXPIRE SNAPSHOTS OLDER THAN '), fc.string({ maxLength: 80 })).map(([a, b]) => a + b),
   );
 
   it('parse or give a StatementError with a place inside the text, never anything else', () => {

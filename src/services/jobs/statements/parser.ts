@@ -4,6 +4,7 @@ import { NAME_REGEX, TAG_NAME_REGEX } from '../../../core/catalog/index.ts';
 import { tokenizeSql, type SqlToken } from '../../../core/engine/index.ts';
 import type { JobsErrorCode } from '../errors.ts';
 import { statementError, type Span } from './errors.ts';
+import { readInterval } from './interval.ts';
 
 /**
  * Lakeport's own statements (docs/sql.md, docs/secrets.md): a tokenizer shared with the query path
@@ -15,12 +16,16 @@ import { statementError, type Span } from './errors.ts';
  *   REVOKE <role> ON <pattern> FROM [USER | SERVICE_ACCOUNT] <principal>
  *   CREATE TAG <tag> ON <ws>.<coll>.<ds> [AT (VERSION => <snapshot_id> | '<tag>')]
  *   DROP TAG [IF EXISTS] <tag> ON <ws>.<coll>.<ds>
- *   ALTER WORKSPACE <name> SET deletion_protection {TO | =} {ON | OFF | TRUE | FALSE}
+ *   ALTER WORKSPACE <name> SET {deletion_protection | drop_protection | history_protection} {TO | =} {ON | OFF | TRUE | FALSE}
  *   CREATE [OR REPLACE] VIEW <ws>.<coll>.<name> [COMMENT [=] '<text>'] AS <select>   (docs/views.md)
  *   DROP VIEW [IF EXISTS] <ws>.<coll>.<name>
  *   COMMENT ON {DATASET | VIEW | MATERIALIZED VIEW} <ws>.<coll>.<ds> IS {'<text>' | NULL} [BY MODEL]
  *   COMMENT ON COLUMN <ws>.<coll>.<ds>.<column> IS {'<text>' | NULL} [BY MODEL]
  *   ALTER DATASET <ws>.<coll>.<ds> {SET SORTED BY (<column> [ASC | DESC], …) | UNSET SORTED BY}
+ *   DROP DATASET [IF EXISTS] <ws>.<coll>.<ds>               (docs/lifecycle.md)
+ *   UNDROP DATASET <ws>.<coll>.<ds>
+ *   ALTER DATASET <ws>.<coll>.<ds> ROLLBACK TO {SNAPSHOT <id> | TAG <tag>}
+ *   ALTER DATASET <ws>.<coll>.<ds> EXPIRE SNAPSHOTS OLDER THAN <interval> [RETAIN LAST <n>]
  *
  * Keywords are case-insensitive. Names are bare words or "quoted identifiers" and are lowercased
  * either way (Lakeport's names are); a principal keeps the case of a quoted identifier or a
@@ -89,10 +94,14 @@ export interface DropTag {
   span: Span;
 }
 
+/** The workspace properties ALTER WORKSPACE … SET changes: the lock and the two guards. */
+export const WORKSPACE_PROPERTIES = ['deletion_protection', 'drop_protection', 'history_protection'] as const;
+export type WorkspaceProperty = (typeof WORKSPACE_PROPERTIES)[number];
+
 export interface AlterWorkspace {
   kind: 'alter_workspace';
   workspace: Located<string>;
-  property: Located<'deletion_protection'>;
+  property: Located<WorkspaceProperty>;
   value: Located<boolean>;
   span: Span;
 }
@@ -143,8 +152,51 @@ export interface AlterDatasetSort {
   span: Span;
 }
 
-export type LakeportStatement = CreateSecret | GrantStatement | CreateTag | DropTag | AlterWorkspace | CreateView | DropView | CommentOn | AlterDatasetSort;
-export type StatementKind = Exclude<LakeportStatement['kind'], 'alter_dataset_sort'> | 'alter_secret' | 'alter_dataset';
+export interface DropDataset {
+  kind: 'drop_dataset';
+  ifExists: boolean;
+  dataset: Located<DatasetName>;
+  span: Span;
+}
+
+export interface UndropDataset {
+  kind: 'undrop_dataset';
+  dataset: Located<DatasetName>;
+  span: Span;
+}
+
+export interface AlterDatasetRollback {
+  kind: 'alter_dataset_rollback';
+  dataset: Located<DatasetName>;
+  target: Located<TagVersion>;
+  span: Span;
+}
+
+export interface AlterDatasetExpire {
+  kind: 'alter_dataset_expire';
+  dataset: Located<DatasetName>;
+  /** OLDER THAN, in milliseconds. */
+  olderThan: Located<number>;
+  retainLast?: Located<number>;
+  span: Span;
+}
+
+export type LakeportStatement =
+  | CreateSecret
+  | GrantStatement
+  | CreateTag
+  | DropTag
+  | AlterWorkspace
+  | CreateView
+  | DropView
+  | CommentOn
+  | AlterDatasetSort
+  | DropDataset
+  | UndropDataset
+  | AlterDatasetRollback
+  | AlterDatasetExpire;
+/** `alter_dataset` is the shared head of ALTER DATASET …, whose action decides the statement. */
+export type StatementKind = Exclude<LakeportStatement['kind'], 'alter_dataset_sort' | 'alter_dataset_rollback' | 'alter_dataset_expire'> | 'alter_secret' | 'alter_dataset';
 
 /** Secret names: letters, digits and underscores, not starting with a digit. */
 export const SECRET_NAME_REGEX = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
@@ -168,9 +220,14 @@ function kindAt(tokens: SqlToken[], i: number): StatementKind | undefined {
       if (w(1) === 'SECRET' || (SECRET_MODIFIERS.has(w(1) ?? '') && w(2) === 'SECRET')) return 'alter_secret';
       return undefined;
     case 'DROP':
-      return w(1) === 'TAG' ? 'drop_tag' : w(1) === 'VIEW' ? 'drop_view' : undefined;
+      if (w(1) === 'TAG') return 'drop_tag';
+      if (w(1) === 'VIEW') return 'drop_view';
+      if (w(1) === 'DATASET') return 'drop_dataset';
+      return undefined;
     case 'COMMENT':
       return w(1) === 'ON' ? 'comment' : undefined;
+    case 'UNDROP':
+      return w(1) === 'DATASET' ? 'undrop_dataset' : undefined;
     case 'CREATE': {
       let k = 1;
       if (w(k) === 'OR' && w(k + 1) === 'REPLACE') k += 2;
@@ -435,6 +492,12 @@ class Parser {
       case 'comment':
         statement = this.commentOn();
         break;
+      case 'drop_dataset':
+        statement = this.dropDataset();
+        break;
+      case 'undrop_dataset':
+        statement = this.undropDataset();
+        break;
       case 'alter_dataset':
         statement = this.alterDataset();
         break;
@@ -464,7 +527,7 @@ class Parser {
             lookalike,
           );
         }
-        this.fail('SYNTAX_ERROR', 'Not a Lakeport statement: expected CREATE SECRET, GRANT, REVOKE, CREATE TAG, DROP TAG, ALTER WORKSPACE, CREATE VIEW, DROP VIEW, COMMENT ON or ALTER DATASET', { start: first.start, end: first.end });
+        this.fail('SYNTAX_ERROR', 'Not a Lakeport statement: expected CREATE SECRET, GRANT, REVOKE, CREATE TAG, DROP TAG, ALTER WORKSPACE, CREATE VIEW, DROP VIEW, COMMENT ON, DROP DATASET, UNDROP DATASET or ALTER DATASET', { start: first.start, end: first.end });
       }
     }
     this.end();
@@ -833,12 +896,12 @@ class Parser {
     this.expectWord('WORKSPACE');
     const workspace = this.objectName('workspace');
     if (this.isOperator('.')) this.fail('SYNTAX_ERROR', 'ALTER WORKSPACE takes a bare workspace name, not a dotted one');
-    this.expectWord('SET', 'SET deletion_protection TO ON | OFF');
+    this.expectWord('SET', 'SET deletion_protection | drop_protection | history_protection TO ON | OFF');
     const prop = this.peek();
-    if (!prop || (prop.kind !== 'word' && prop.kind !== 'quoted_identifier')) this.expected('a property name (deletion_protection)');
+    if (!prop || (prop.kind !== 'word' && prop.kind !== 'quoted_identifier')) this.expected(`a property name (${WORKSPACE_PROPERTIES.join(', ')})`);
     const propName = prop.text.replace(/^"|"$/g, '').toLowerCase();
-    if (propName !== 'deletion_protection') {
-      this.fail('UNKNOWN_PROPERTY', `ALTER WORKSPACE sets only deletion_protection (the workspace lock), not '${propName.slice(0, 80)}'`, { start: prop.start, end: prop.end });
+    if (!(WORKSPACE_PROPERTIES as readonly string[]).includes(propName)) {
+      this.fail('UNKNOWN_PROPERTY', `ALTER WORKSPACE sets ${WORKSPACE_PROPERTIES.join(', ')}, not '${propName.slice(0, 80)}'`, { start: prop.start, end: prop.end });
     }
     this.next();
     if (!this.acceptWord('TO') && !this.acceptOperator('=')) this.expected("TO (or '=')");
@@ -850,7 +913,7 @@ class Parser {
     return {
       kind: 'alter_workspace',
       workspace,
-      property: { value: 'deletion_protection', start: prop.start, end: prop.end },
+      property: { value: propName as WorkspaceProperty, start: prop.start, end: prop.end },
       value: { value, start: v.start, end: v.end },
       span: this.spanFrom(start),
     };
@@ -949,16 +1012,47 @@ class Parser {
     return { kind: 'comment', target: targetSpan, dataset, column, text, byModel, span: this.spanFrom(start) };
   }
 
-  // ── ALTER DATASET ──
+  // ── DROP / UNDROP / ALTER DATASET ──
 
-  /** ALTER DATASET <name> <action>: the name, then one method per action. */
+  private ifExists(): boolean {
+    if (!this.acceptWord('IF')) return false;
+    this.expectWord('EXISTS', 'EXISTS after IF');
+    return true;
+  }
+
+  private dropDataset(): DropDataset {
+    const start = this.expectWord('DROP').start;
+    this.expectWord('DATASET');
+    const ifExists = this.ifExists();
+    const dataset = this.datasetName();
+    return { kind: 'drop_dataset', ifExists, dataset, span: this.spanFrom(start) };
+  }
+
+  private undropDataset(): UndropDataset {
+    const start = this.expectWord('UNDROP').start;
+    this.expectWord('DATASET');
+    const dataset = this.datasetName();
+    return { kind: 'undrop_dataset', dataset, span: this.spanFrom(start) };
+  }
+
+  /** ALTER DATASET <name> <action>: the name, then the action's own parse method. */
   private alterDataset(): LakeportStatement {
     const start = this.expectWord('ALTER').start;
     this.expectWord('DATASET');
     const dataset = this.datasetName();
-    if (this.isWord('SET') && this.isWord('SORTED', 1)) return this.alterDatasetSort(start, dataset, 'set');
-    if (this.isWord('UNSET') && this.isWord('SORTED', 1)) return this.alterDatasetSort(start, dataset, 'unset');
-    this.expected('SET SORTED BY (…) or UNSET SORTED BY');
+    const action = upper(this.peek());
+    switch (action) {
+      case 'ROLLBACK':
+        return this.alterDatasetRollback(start, dataset);
+      case 'EXPIRE':
+        return this.alterDatasetExpire(start, dataset);
+      case 'SET':
+      case 'UNSET':
+        if (this.isWord('SORTED', 1)) return this.alterDatasetSort(start, dataset, action === 'SET' ? 'set' : 'unset');
+        this.expected('SET SORTED BY (…) or UNSET SORTED BY');
+      default:
+        this.expected('ROLLBACK TO …, EXPIRE SNAPSHOTS …, SET SORTED BY (…) or UNSET SORTED BY');
+    }
   }
 
   private alterDatasetSort(start: number, dataset: Located<DatasetName>, action: 'set' | 'unset'): AlterDatasetSort {
@@ -984,6 +1078,48 @@ class Parser {
       break;
     }
     return { kind: 'alter_dataset_sort', dataset, keys, span: this.spanFrom(start) };
+  }
+
+  private alterDatasetRollback(start: number, dataset: Located<DatasetName>): AlterDatasetRollback {
+    this.expectWord('ROLLBACK');
+    this.expectWord('TO', 'TO SNAPSHOT <id> or TO TAG <tag>');
+    let target: Located<TagVersion>;
+    const what = this.peek();
+    if (this.acceptWord('SNAPSHOT')) {
+      const v = this.peek();
+      if (!(v?.kind === 'number' && /^\d+$/.test(v.text) && Number.isSafeInteger(Number(v.text)) && Number(v.text) > 0)) this.expected('a snapshot id (a whole number)');
+      this.next();
+      target = { value: { kind: 'id', snapshotId: Number(v.text) }, start: what!.start, end: v.end };
+    } else if (this.acceptWord('TAG')) {
+      const tag = this.tagName();
+      target = { value: { kind: 'tag', name: tag.value }, start: what!.start, end: tag.end };
+    } else {
+      this.expected('SNAPSHOT <id> or TAG <tag>');
+    }
+    return { kind: 'alter_dataset_rollback', dataset, target, span: this.spanFrom(start) };
+  }
+
+  private alterDatasetExpire(start: number, dataset: Located<DatasetName>): AlterDatasetExpire {
+    this.expectWord('EXPIRE');
+    this.expectWord('SNAPSHOTS');
+    this.expectWord('OLDER', 'OLDER THAN <interval>');
+    this.expectWord('THAN', 'THAN <interval>');
+    const olderThan = readInterval({
+      peek: (offset) => this.peek(offset),
+      next: () => this.next(),
+      decodeString: (t) => this.decodeString(t),
+      fail: (code, message, span) => this.fail(code, message, span),
+    });
+    let retainLast: Located<number> | undefined;
+    if (this.isWord('RETAIN')) {
+      const retain = this.next()!;
+      this.expectWord('LAST', 'LAST <n>');
+      const n = this.peek();
+      if (!(n?.kind === 'number' && /^\d+$/.test(n.text) && Number(n.text) <= 1_000_000)) this.expected('a number of snapshots to keep (a whole number)');
+      this.next();
+      retainLast = { value: Number(n.text), start: retain.start, end: n.end };
+    }
+    return { kind: 'alter_dataset_expire', dataset, olderThan, retainLast, span: this.spanFrom(start) };
   }
 }
 

@@ -23,6 +23,8 @@ export function dataset(overrides: Partial<Dataset> = {}): Dataset {
     created_at: new Date('2024-01-01T00:00:00Z'),
     updated_by: 'alice',
     updated_at: new Date('2024-01-01T00:00:00Z'),
+    dropped_at: null,
+    dropped_by: null,
     ...overrides,
   };
 }
@@ -36,6 +38,7 @@ export function snapshot(overrides: Partial<Snapshot> = {}): Snapshot {
     committed_at: new Date('2024-05-01T12:00:00Z'),
     author: 'svc-loader',
     message: 'nightly load',
+    expired_at: null,
     operation: 'append',
     rows_added: 10,
     rows_removed: 0,
