@@ -62,7 +62,7 @@ export interface FunctionArg {
   itemPositions?: (number | undefined)[];
 }
 
-export type LakeportStatement = 'create_secret' | 'grant' | 'revoke' | 'alter_workspace';
+export type LakeportStatement = 'create_secret' | 'grant' | 'revoke' | 'alter_workspace' | 'create_materialized_view' | 'refresh_materialized_view' | 'drop_materialized_view';
 
 export type RefusalCode =
   | 'EMPTY_STATEMENT'
@@ -360,9 +360,13 @@ function lakeportStatement(tokens: SqlToken[]): LakeportStatement | undefined {
   if (first === 'GRANT') return 'grant';
   if (first === 'REVOKE') return 'revoke';
   if (first === 'ALTER' && upperWord(tokens[1]) === 'WORKSPACE') return 'alter_workspace';
+  const materializedView = (i: number) => upperWord(tokens[i]) === 'MATERIALIZED' && upperWord(tokens[i + 1]) === 'VIEW';
+  if (first === 'REFRESH' && materializedView(1)) return 'refresh_materialized_view';
+  if (first === 'DROP' && materializedView(1)) return 'drop_materialized_view';
   if (first === 'CREATE') {
     let i = 1;
     if (upperWord(tokens[i]) === 'OR' && upperWord(tokens[i + 1]) === 'REPLACE') i += 2;
+    if (materializedView(i)) return 'create_materialized_view';
     if (['PERSISTENT', 'TEMPORARY', 'TEMP'].includes(upperWord(tokens[i]) ?? '')) i++;
     if (upperWord(tokens[i]) === 'SECRET') return 'create_secret';
   }

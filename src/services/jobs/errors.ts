@@ -28,6 +28,10 @@ export const JOBS_ERRORS = {
   NO_BILLING_ACCOUNT: 409,
   SECRET_EXISTS: 409,
   SECRET_TYPE_MISMATCH: 409,
+  // materialized views
+  INVALID_INTERVAL: 400,
+  INVALID_MATERIALIZED_VIEW: 400,
+  NOT_A_MATERIALIZED_VIEW: 409,
   // READ_* of private storage, refused at submit
   TABLE_FUNCTION_NOT_ALLOWED: 400,
   FILE_ACCESS_NOT_ALLOWED: 400,
@@ -96,6 +100,10 @@ export const JOB_FAILURE_CODES = [
   'WORKER_LOST',
   'INTERNAL_ERROR',
   'CANCELLED',
+  // a materialized view's refresh
+  'REFRESH_FAILED',
+  'MATERIALIZED_VIEW_NOT_FOUND',
+  'COMMIT_CONFLICT',
 ] as const;
 
 export type JobFailureCode = (typeof JOB_FAILURE_CODES)[number];

@@ -22,6 +22,8 @@ export interface PreparedQuery {
   render(files: string[][]): string;
   /** Maps an offset in `sql` back to the user's text, when it can. */
   toOriginal(offset: number): number | undefined;
+  /** The datasets the statement reads (each once), as resolved for the caller. */
+  datasets: { dataset_id: string; label: string }[];
 }
 
 export type Prepared = { ok: true; query: PreparedQuery } | { ok: false; error: JobFailure };
@@ -190,6 +192,7 @@ export class QueryPlanner {
       edits.push({ ...span, text: index });
     }
     const views = new Map<string, SandboxView>();
+    const datasets = new Map<string, string>();
     // From the last reference back (the order errors have always been reported in).
     for (const ref of [...analysis.tables].sort((a, b) => (b.position ?? 0) - (a.position ?? 0))) {
       if (ref.parts.length !== 3) {
@@ -201,6 +204,7 @@ export class QueryPlanner {
       const readable = dataset !== undefined && (await this.authz.can(principal, 'reader', { workspace, collection, dataset: name }));
       if (!dataset || !readable) return fail('DATASET_NOT_FOUND', `Dataset ${label} does not exist, or you may not read it`, ref.position);
       if (dataset.kind === 'external') return fail('VERSIONING_NOT_SUPPORTED', `Dataset ${label} is listed from an external catalog and cannot be queried here`, ref.position);
+      datasets.set(dataset.dataset_id, label);
       let snapshotId: number | null = dataset.current_snapshot_id;
       let viewName: [string, string, string] = [catalogOf(workspace), collection, name];
       if (ref.version) {
@@ -238,7 +242,7 @@ export class QueryPlanner {
     // Offsets before the first edit are the same in the rewritten text; after it they moved.
     const unmoved = edits.length > 0 ? edits[0].start : Number.POSITIVE_INFINITY;
     const toOriginal = (offset: number) => (offset < unmoved ? analysis.rewritten.toOriginal(offset) : undefined);
-    return { ok: true, query: { sql: render([]), params, views: [...views.values()], external, render, toOriginal } };
+    return { ok: true, query: { sql: render([]), params, views: [...views.values()], external, render, toOriginal, datasets: [...datasets].map(([dataset_id, label]) => ({ dataset_id, label })).reverse() } };
   }
 
   /** The dataset, or undefined when no dataset has that name (a name that cannot exist included); a database failure throws. */

@@ -11,9 +11,11 @@ import type { PolicyPlanner } from '../../policy/index.ts';
 import type { JobRepo, JobRow } from '../repo.ts';
 import type { ParamValue } from '../types.ts';
 import { placeOf, StatementError, toHttpError } from './errors.ts';
-import { StatementExecutor } from './executor.ts';
+import { StatementExecutor, type StatementOutcome } from './executor.ts';
 import { isLakeportText, parseStatement, redactedSecretText, type LakeportStatement } from './parser.ts';
 import { SecretStore } from './secret-store.ts';
+import type { QueryPlanner } from '../planner.ts';
+import type { MaterializedViews } from '../mviews/service.ts';
 import { systemResolver, type HostResolver } from './secret-types.ts';
 
 export { SecretStore } from './secret-store.ts';
@@ -39,6 +41,9 @@ export interface StatementDeps extends StatementOptions {
   blobs: BlobStore;
   timeoutMs: number;
   log: Logger;
+  /** Materialized views: the planner their select is checked with, and where refreshes are queued. */
+  planner: QueryPlanner;
+  views: MaterializedViews;
 }
 
 const RESULT_COLUMNS = [{ name: 'status', type: 'VARCHAR' }];
@@ -65,6 +70,9 @@ export class LakeportStatements {
       workspaces: deps.workspaces,
       secrets: this.secrets,
       resolveHost: deps.resolveHost ?? systemResolver,
+      planner: deps.planner,
+      views: deps.views,
+      blobs: deps.blobs,
     });
   }
 
@@ -82,7 +90,7 @@ export class LakeportStatements {
     if (!this.handles(sqlText)) return undefined;
     const started = performance.now();
     let statement: LakeportStatement;
-    let outcome: { message: string };
+    let outcome: StatementOutcome;
     try {
       statement = parseStatement(sqlText);
       outcome = await this.executor.execute(caller, statement, input.parameters ?? {}, { dryRun: false });
@@ -90,6 +98,8 @@ export class LakeportStatements {
       if (error instanceof StatementError) throw toHttpError(sqlText, error);
       throw error;
     }
+    // REFRESH MATERIALIZED VIEW answers with the refresh job (queued, running, or the one already in progress).
+    if (outcome.job) return outcome.job;
     const executionId = newId('job');
     // The change is made; a result file that cannot be written leaves a job without results, not a failed submit.
     const resultKey = await this.writeResult(executionId, outcome.message).catch((error: unknown) => {
@@ -130,26 +140,31 @@ export class LakeportStatements {
   }
 
   /** The job's one-row result (`status`), written once as Parquet like any job's, so results and download work. */
-  private async writeResult(executionId: string, message: string): Promise<string> {
-    const local = await this.deps.blobs.tempPath('.parquet');
-    const instance = await DuckDBInstance.create(':memory:', {
-      threads: '1',
-      memory_limit: '64MB',
-      autoinstall_known_extensions: 'false',
-      autoload_known_extensions: 'false',
-    });
-    try {
-      const connection = await instance.connect();
-      try {
-        await connection.run(`COPY (SELECT $status::VARCHAR AS status) TO ${quoteString(local)} (FORMAT parquet)`, { status: message });
-      } finally {
-        connection.closeSync();
-      }
-    } finally {
-      instance.closeSync();
-    }
-    const key = `results/${executionId}.parquet`;
-    await this.deps.blobs.putFile(key, local);
-    return key;
+  writeResult(executionId: string, message: string): Promise<string> {
+    return writeStatusResult(this.deps.blobs, executionId, message);
   }
+}
+
+/** A job's one-row result (`status`) as Parquet at results/<execution_id>.parquet; returns its key. */
+export async function writeStatusResult(blobs: BlobStore, executionId: string, message: string): Promise<string> {
+  const local = await blobs.tempPath('.parquet');
+  const instance = await DuckDBInstance.create(':memory:', {
+    threads: '1',
+    memory_limit: '64MB',
+    autoinstall_known_extensions: 'false',
+    autoload_known_extensions: 'false',
+  });
+  try {
+    const connection = await instance.connect();
+    try {
+      await connection.run(`COPY (SELECT $status::VARCHAR AS status) TO ${quoteString(local)} (FORMAT parquet)`, { status: message });
+    } finally {
+      connection.closeSync();
+    }
+  } finally {
+    instance.closeSync();
+  }
+  const key = `results/${executionId}.parquet`;
+  await blobs.putFile(key, local);
+  return key;
 }

@@ -16,6 +16,9 @@ import { statementError, type Span } from './errors.ts';
  *   CREATE TAG <tag> ON <ws>.<coll>.<ds> [AT (VERSION => <snapshot_id> | '<tag>')]
  *   DROP TAG [IF EXISTS] <tag> ON <ws>.<coll>.<ds>
  *   ALTER WORKSPACE <name> SET deletion_protection {TO | =} {ON | OFF | TRUE | FALSE}
+ *   CREATE [OR REPLACE] MATERIALIZED VIEW <ws>.<coll>.<name> [COMMENT '…'] [REFRESH EVERY <interval> | REFRESH ON COMMIT | REFRESH MANUAL] AS <select>
+ *   REFRESH MATERIALIZED VIEW <ws>.<coll>.<name>
+ *   DROP MATERIALIZED VIEW [IF EXISTS] <ws>.<coll>.<name>
  *
  * Keywords are case-insensitive. Names are bare words or "quoted identifiers" and are lowercased
  * either way (Lakeport's names are); a principal keeps the case of a quoted identifier or a
@@ -92,7 +95,42 @@ export interface AlterWorkspace {
   span: Span;
 }
 
-export type LakeportStatement = CreateSecret | GrantStatement | CreateTag | DropTag | AlterWorkspace;
+/** How a materialized view is refreshed (docs/materialized-views.md); MANUAL when the statement says nothing. */
+export type RefreshPolicy = { mode: 'manual' } | { mode: 'on_commit' } | { mode: 'every'; everyMs: number };
+
+export interface CreateMaterializedView {
+  kind: 'create_materialized_view';
+  orReplace: boolean;
+  name: Located<DatasetName>;
+  comment?: Located<string>;
+  refresh: Located<RefreshPolicy> | undefined;
+  /** The SELECT after AS, exactly as written, and where it starts in the statement. */
+  select: Located<string>;
+  span: Span;
+}
+
+export interface RefreshMaterializedView {
+  kind: 'refresh_materialized_view';
+  name: Located<DatasetName>;
+  span: Span;
+}
+
+export interface DropMaterializedView {
+  kind: 'drop_materialized_view';
+  ifExists: boolean;
+  name: Located<DatasetName>;
+  span: Span;
+}
+
+export type LakeportStatement =
+  | CreateSecret
+  | GrantStatement
+  | CreateTag
+  | DropTag
+  | AlterWorkspace
+  | CreateMaterializedView
+  | RefreshMaterializedView
+  | DropMaterializedView;
 export type StatementKind = LakeportStatement['kind'] | 'alter_secret';
 
 /** Secret names: letters, digits and underscores, not starting with a digit. */
@@ -116,10 +154,14 @@ function kindAt(tokens: SqlToken[], i: number): StatementKind | undefined {
       if (w(1) === 'SECRET' || (SECRET_MODIFIERS.has(w(1) ?? '') && w(2) === 'SECRET')) return 'alter_secret';
       return undefined;
     case 'DROP':
+      if (w(1) === 'MATERIALIZED' && w(2) === 'VIEW') return 'drop_materialized_view';
       return w(1) === 'TAG' ? 'drop_tag' : undefined;
+    case 'REFRESH':
+      return w(1) === 'MATERIALIZED' && w(2) === 'VIEW' ? 'refresh_materialized_view' : undefined;
     case 'CREATE': {
       let k = 1;
       if (w(k) === 'OR' && w(k + 1) === 'REPLACE') k += 2;
+      if (w(k) === 'MATERIALIZED' && w(k + 1) === 'VIEW') return 'create_materialized_view';
       if (SECRET_MODIFIERS.has(w(k) ?? '')) k++;
       if (w(k) === 'SECRET') return 'create_secret';
       if (w(k) === 'TAG') return 'create_tag';
@@ -370,6 +412,15 @@ class Parser {
       case 'alter_workspace':
         statement = this.alterWorkspace();
         break;
+      case 'create_materialized_view':
+        statement = this.createMaterializedView();
+        break;
+      case 'refresh_materialized_view':
+        statement = this.refreshMaterializedView();
+        break;
+      case 'drop_materialized_view':
+        statement = this.dropMaterializedView();
+        break;
       case 'alter_secret':
         this.fail(
           'STATEMENT_NOT_SUPPORTED',
@@ -396,7 +447,7 @@ class Parser {
             lookalike,
           );
         }
-        this.fail('SYNTAX_ERROR', 'Not a Lakeport statement: expected CREATE SECRET, GRANT, REVOKE, CREATE TAG, DROP TAG or ALTER WORKSPACE', { start: first.start, end: first.end });
+        this.fail('SYNTAX_ERROR', 'Not a Lakeport statement: expected CREATE SECRET, GRANT, REVOKE, CREATE TAG, DROP TAG, ALTER WORKSPACE or CREATE/REFRESH/DROP MATERIALIZED VIEW', { start: first.start, end: first.end });
       }
     }
     this.end();
@@ -786,6 +837,127 @@ class Parser {
       value: { value, start: v.start, end: v.end },
       span: this.spanFrom(start),
     };
+  }
+
+  // ── materialized views ──
+
+  private createMaterializedView(): CreateMaterializedView {
+    const start = this.expectWord('CREATE').start;
+    let orReplace = false;
+    if (this.acceptWord('OR')) {
+      this.expectWord('REPLACE', 'REPLACE after OR');
+      orReplace = true;
+    }
+    this.expectWord('MATERIALIZED');
+    this.expectWord('VIEW');
+    if (this.isWord('IF') && this.isWord('NOT', 1)) {
+      this.fail('STATEMENT_NOT_SUPPORTED', 'There is no CREATE MATERIALIZED VIEW IF NOT EXISTS: use CREATE OR REPLACE MATERIALIZED VIEW', { start: this.peek()!.start, end: this.peek(2)?.end ?? this.peek(1)!.end });
+    }
+    const name = this.datasetName();
+    let comment: Located<string> | undefined;
+    let refresh: Located<RefreshPolicy> | undefined;
+    for (;;) {
+      if (this.isWord('COMMENT')) {
+        const at = this.next()!;
+        if (comment) this.fail('CONTRADICTORY_OPTIONS', 'COMMENT is given twice', { start: at.start, end: at.end });
+        this.acceptOperator('=');
+        const t = this.peek();
+        if (t?.kind !== 'string') this.expected("a comment in quotes: COMMENT '…'");
+        this.next();
+        comment = { value: this.decodeString(t), start: t.start, end: t.end };
+        continue;
+      }
+      if (this.isWord('REFRESH')) {
+        const at = this.next()!;
+        if (refresh) this.fail('CONTRADICTORY_OPTIONS', 'REFRESH is given twice: a materialized view has one refresh policy', { start: at.start, end: at.end });
+        refresh = this.refreshPolicy(at.start);
+        continue;
+      }
+      break;
+    }
+    this.expectWord('AS', comment || refresh ? 'AS <select>' : "COMMENT '…', REFRESH … or AS <select>");
+    const first = this.peek();
+    const from = this.i;
+    let depth = 0;
+    while (this.peek() && !(depth === 0 && this.isOperator(';'))) {
+      const t = this.next()!;
+      if (t.kind === 'operator' && t.text === '(') depth++;
+      if (t.kind === 'operator' && t.text === ')') depth--;
+    }
+    if (!first || this.i === from) this.expected('a SELECT after AS');
+    const last = this.tokens[this.i - 1];
+    const select = { value: this.sql.slice(first.start, last.end), start: first.start, end: last.end };
+    return { kind: 'create_materialized_view', orReplace, name, comment, refresh, select, span: this.spanFrom(start) };
+  }
+
+  /** After REFRESH: EVERY <interval> | ON COMMIT | MANUAL. */
+  private refreshPolicy(start: number): Located<RefreshPolicy> {
+    if (this.acceptWord('MANUAL')) return { value: { mode: 'manual' }, start, end: this.tokens[this.i - 1].end };
+    if (this.acceptWord('ON')) {
+      const end = this.expectWord('COMMIT', 'COMMIT after REFRESH ON').end;
+      return { value: { mode: 'on_commit' }, start, end };
+    }
+    if (this.acceptWord('EVERY')) {
+      const { ms, end } = this.interval();
+      return { value: { mode: 'every', everyMs: ms }, start, end };
+    }
+    this.expected('EVERY <interval>, ON COMMIT or MANUAL after REFRESH');
+  }
+
+  /** `INTERVAL '7 days'`, `'7 days'` or `7 DAYS` (seconds to weeks), in milliseconds; at least one second. */
+  private interval(): { ms: number; end: number } {
+    const UNITS: Record<string, number> = { SECOND: 1_000, MINUTE: 60_000, HOUR: 3_600_000, DAY: 86_400_000, WEEK: 604_800_000 };
+    const unitMs = (word: string) => UNITS[word.toUpperCase().replace(/S$/, '')];
+    const hint = "an interval such as INTERVAL '1 hour', '15 minutes' or 7 DAYS (units: seconds, minutes, hours, days, weeks)";
+    this.acceptWord('INTERVAL');
+    const t = this.peek();
+    let ms = 0;
+    if (t?.kind === 'string') {
+      this.next();
+      const text = this.decodeString(t).trim();
+      const parts = [...text.matchAll(/(\d+)\s*([A-Za-z]+)/g)];
+      const rebuilt = parts.map((m) => m[0]).join(' ');
+      if (parts.length === 0 || rebuilt.replace(/\s+/g, '') !== text.replace(/\s+/g, '') || parts.some((m) => unitMs(m[2]) === undefined)) {
+        this.fail('INVALID_INTERVAL', `'${text.slice(0, 60)}' is not ${hint}`, { start: t.start, end: t.end });
+      }
+      for (const m of parts) ms += Number(m[1]) * unitMs(m[2]);
+      return this.checkedInterval(ms, { start: t.start, end: t.end });
+    }
+    if (t?.kind === 'number' && /^\d+$/.test(t.text)) {
+      this.next();
+      const unit = this.peek();
+      const per = unit?.kind === 'word' ? unitMs(unit.text) : undefined;
+      if (per === undefined) this.expected('a unit (SECONDS, MINUTES, HOURS, DAYS or WEEKS)');
+      this.next();
+      return this.checkedInterval(Number(t.text) * per, { start: t.start, end: unit!.end });
+    }
+    this.expected(hint);
+  }
+
+  private checkedInterval(ms: number, span: Span): { ms: number; end: number } {
+    if (!Number.isSafeInteger(ms) || ms < 1_000 || ms > 366 * 86_400_000) this.fail('INVALID_INTERVAL', 'A refresh interval is between 1 second and 366 days', span);
+    return { ms, end: span.end };
+  }
+
+  private refreshMaterializedView(): RefreshMaterializedView {
+    const start = this.expectWord('REFRESH').start;
+    this.expectWord('MATERIALIZED');
+    this.expectWord('VIEW');
+    const name = this.datasetName();
+    return { kind: 'refresh_materialized_view', name, span: this.spanFrom(start) };
+  }
+
+  private dropMaterializedView(): DropMaterializedView {
+    const start = this.expectWord('DROP').start;
+    this.expectWord('MATERIALIZED');
+    this.expectWord('VIEW');
+    let ifExists = false;
+    if (this.acceptWord('IF')) {
+      this.expectWord('EXISTS', 'EXISTS after IF');
+      ifExists = true;
+    }
+    const name = this.datasetName();
+    return { kind: 'drop_materialized_view', ifExists, name, span: this.spanFrom(start) };
   }
 }
 
