@@ -101,9 +101,15 @@ export class MaterializedViewRefresher {
       const result = await run.done;
       const late = stopReason();
       if (late) return stopped(late);
+      let columns = dataset.columns;
       const changed = columnChange(dataset, result.columns);
-      if (changed) return fail('REFRESH_FAILED', `Refresh of ${label} failed: ${changed}; re-create it with CREATE OR REPLACE MATERIALIZED VIEW (the view keeps its last snapshot)`);
-      const stats = await this.deps.statistics(local, dataset.columns);
+      if (changed && parent !== null) return fail('REFRESH_FAILED', `Refresh of ${label} failed: ${changed}; re-create it with CREATE OR REPLACE MATERIALIZED VIEW (the view keeps its last snapshot)`);
+      if (changed) {
+        // Before the first snapshot the view takes the columns as the Parquet file holds them (e.g. HUGEINT is stored as DOUBLE).
+        columns = result.columns.map((c) => ({ name: c.name, type: normalizeType(c.type) ?? c.type, nullable: true }));
+        await this.deps.catalog.alterDataset(datasetId, { columns }, view.owner);
+      }
+      const stats = await this.deps.statistics(local, columns);
       const bytes = (await fs.stat(local)).size;
       key = `lake/${dataset.workspace}/${dataset.collection}/${dataset.name}/${crypto.randomUUID()}.parquet`;
       await this.deps.blobs.putFile(key, local);

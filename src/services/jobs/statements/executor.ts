@@ -6,7 +6,8 @@ import type { ParamValue } from '../types.ts';
 import { AppError, isAppError, type ErrorCode } from '../../../core/errors/index.ts';
 import { StatementError, statementError, type Span } from './errors.ts';
 import type { AlterWorkspace, CreateMaterializedView, CreateSecret, CreateTag, DropMaterializedView, DropTag, GrantStatement, LakeportStatement, RefreshMaterializedView, RefreshPolicy } from './parser.ts';
-import { appError } from '../../../core/errors/index.ts';
+import { appError, CORE_ERRORS } from '../../../core/errors/index.ts';
+import { JOBS_ERRORS } from '../errors.ts';
 import { normalizeType, Sandbox, SandboxQueryError, tokenizeSql } from '../../../core/engine/index.ts';
 import type { BlobStore } from '../../../core/storage/index.ts';
 import type { QueryPlanner } from '../planner.ts';
@@ -328,6 +329,12 @@ function selectSpan(s: CreateMaterializedView, position: number | undefined): Sp
   return { start: s.select.start + position, end: s.select.start + position + (match ? match[0].length : 1) };
 }
 
+/** A planning refusal (a job's failure code) as a statement's error: its HTTP status where the code has one, else 400. */
+function planError(code: string, message: string, span: Span): StatementError {
+  const statuses: Record<string, number> = { ...CORE_ERRORS, ...JOBS_ERRORS };
+  return new StatementError(new AppError(statuses[code] ?? 400, code as ErrorCode, message), span);
+}
+
 const label = (d: { workspace: string; collection: string; dataset?: string; name?: string }) => `${d.workspace}.${d.collection}.${d.dataset ?? d.name}`;
 
 export class MaterializedViewStatements {
@@ -370,7 +377,7 @@ export class MaterializedViewStatements {
       throw statementError('INVALID_MATERIALIZED_VIEW', "A materialized view's definition takes no parameters: it is run again by every refresh", selectSpan(s, placeholder.start));
     }
     const prepared = await this.deps.planner.prepare(caller, s.select.value, {}, { withFiles: false });
-    if (!prepared.ok) throw statementError(prepared.error.code as never, prepared.error.message, selectSpan(s, prepared.error.position));
+    if (!prepared.ok) throw planError(prepared.error.code, prepared.error.message, selectSpan(s, prepared.error.position));
     const { query } = prepared;
     if (query.external.length > 0) {
       throw statementError('INVALID_MATERIALIZED_VIEW', 'A materialized view reads datasets only, not private storage (READ_* with credentials)', selectSpan(s, query.external[0].position));
@@ -386,11 +393,13 @@ export class MaterializedViewStatements {
     } catch (error) {
       if (!(error instanceof SandboxQueryError)) throw error;
       const position = error.position === undefined ? undefined : query.toOriginal(error.position);
-      throw statementError('QUERY_ERROR' as never, error.message, selectSpan(s, position));
+      throw planError('QUERY_ERROR', error.message, selectSpan(s, position));
     } finally {
       sandbox.close();
     }
-    const columns = described.map((c) => ({ name: c.name, type: normalizeType(c.type) ?? c.type, nullable: true }));
+    // As a Parquet file stores them: what the refreshes write (HUGEINT as DOUBLE, TIMESTAMP_S/_MS as TIMESTAMP).
+    const stored = (type: string) => (/^U?HUGEINT$/.test(type) ? 'DOUBLE' : /^TIMESTAMP_(S|MS)$/.test(type) ? 'TIMESTAMP' : type);
+    const columns = described.map((c) => ({ name: c.name, type: normalizeType(stored(c.type)) ?? stored(c.type), nullable: true }));
     const policy = s.refresh?.value ?? { mode: 'manual' as const };
     const sources = query.datasets.map((d) => d.label);
     const properties = { materialized_view: { definition: s.select.value, refresh: describeRefresh(policy), sources } };
