@@ -286,6 +286,10 @@ describe("Lakeport's own statements", () => {
       ['-- why\nrevoke writer ON ws FROM bob;', 'revoke'],
       ['ALTER WORKSPACE sales SET deletion_protection = true', 'alter_workspace'],
       ['GRANT this is not even valid', 'grant'],
+      ['CREATE MATERIALIZED VIEW a.b.c AS SELECT 1', 'create_materialized_view'],
+      ['create or replace materialized view a.b.c refresh on commit as select 1', 'create_materialized_view'],
+      ['REFRESH MATERIALIZED VIEW a.b.c', 'refresh_materialized_view'],
+      ['DROP MATERIALIZED VIEW IF EXISTS a.b.c', 'drop_materialized_view'],
     ];
     for (const [sql, statement] of cases) {
       const a = await analyzer.analyze(sql);
