@@ -111,6 +111,11 @@ describe('CREATE MATERIALIZED VIEW and REFRESH', () => {
     expect(meta).toContain('<String>sales.raw.lines</String>');
     expect(meta).toContain('Property="LastRefreshed"');
 
+    // Listed like any dataset: the service document, and the effective-permissions CSV with its kind.
+    expect((await rita.request('GET', `${O}/`)).json().value.map((v: { url: string }) => v.url)).toContain('sales/agg/totals');
+    const csv = (await alice.request('GET', '/policy/v1/access/workspace/sales/effective-permissions.csv')).body;
+    expect(csv.split('\n').find((line) => line.includes('totals'))).toContain('materialized_view');
+
     await ok(wendy, 'CREATE TAG before_south ON sales.agg.totals');
     await seedSnapshot(t, lines, COLUMNS, "SELECT 'south' AS region, 100 AS amount");
     const res = await submit(wendy, 'REFRESH MATERIALIZED VIEW sales.agg.totals');
