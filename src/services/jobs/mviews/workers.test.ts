@@ -68,7 +68,7 @@ describe('several processes', () => {
       .where('execution_id', '=', job.execution_id)
       .execute();
     // Still no snapshot: nothing was committed; a REFRESH meanwhile returns that job, not a second one.
-    expect((await t.app.lakeport.catalog.getDataset(id)).current_snapshot_id).toBeNull();
+    expect((await t.app.lakeport.catalog.getDatasetById(id)).current_snapshot_id).toBeNull();
     expect(await submit(t.app, 'REFRESH MATERIALIZED VIEW sales.agg.recovered')).toBe(job.execution_id);
 
     second = await process2();
