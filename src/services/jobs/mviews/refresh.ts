@@ -134,10 +134,12 @@ export class MaterializedViewRefresher {
         },
       );
       key = undefined; // the catalog names it now
-      await this.deps.views.recordRefresh(datasetId, job.execution_id, { status: 'succeeded' });
-      await this.deps.committed(datasetId).catch((error: unknown) => this.log.error({ err: error, dataset_id: datasetId }, 'could not queue the refreshes of views over a refreshed view'));
       const status = `Refreshed ${label}: snapshot ${snapshot.snapshot_id} with ${result.rowCount} rows`;
-      const resultKey = await this.deps.writeResult(job.execution_id, status);
+      const [resultKey] = await Promise.all([
+        this.deps.writeResult(job.execution_id, status),
+        this.deps.views.recordRefresh(datasetId, job.execution_id, { status: 'succeeded' }),
+        this.deps.committed(datasetId).catch((error: unknown) => this.log.error({ err: error, dataset_id: datasetId }, 'could not queue the refreshes of views over a refreshed view')),
+      ]);
       return { status: 'succeeded', result_key: resultKey, result_bytes: 0, row_count: 1, columns: STATUS_COLUMNS };
     } catch (error) {
       if (error instanceof NotOurs) return stopped(stopReason() ?? 'cancelled');

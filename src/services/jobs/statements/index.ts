@@ -145,24 +145,26 @@ export class LakeportStatements {
   }
 }
 
+/** One small DuckDB for the one-row results of statements and refreshes, made on first use and kept. */
+let statusEngine: Promise<DuckDBInstance> | undefined;
+
 /** A job's one-row result (`status`) as Parquet at results/<execution_id>.parquet; returns its key. */
 export async function writeStatusResult(blobs: BlobStore, executionId: string, message: string): Promise<string> {
   const local = await blobs.tempPath('.parquet');
-  const instance = await DuckDBInstance.create(':memory:', {
+  statusEngine ??= DuckDBInstance.create(':memory:', {
     threads: '1',
     memory_limit: '64MB',
     autoinstall_known_extensions: 'false',
     autoload_known_extensions: 'false',
+  }).catch((error: unknown) => {
+    statusEngine = undefined;
+    throw error;
   });
+  const connection = await (await statusEngine).connect();
   try {
-    const connection = await instance.connect();
-    try {
-      await connection.run(`COPY (SELECT $status::VARCHAR AS status) TO ${quoteString(local)} (FORMAT parquet)`, { status: message });
-    } finally {
-      connection.closeSync();
-    }
+    await connection.run(`COPY (SELECT $status::VARCHAR AS status) TO ${quoteString(local)} (FORMAT parquet)`, { status: message });
   } finally {
-    instance.closeSync();
+    connection.closeSync();
   }
   const key = `results/${executionId}.parquet`;
   await blobs.putFile(key, local);
