@@ -49,10 +49,12 @@ export interface StatementDeps extends StatementOptions {
 const RESULT_COLUMNS = [{ name: 'status', type: 'VARCHAR' }];
 
 /**
- * Lakeport's own statements (CREATE SECRET, GRANT, REVOKE, CREATE/DROP TAG, ALTER WORKSPACE) as the
- * job service runs them: they change metadata only, so they run inside the submit request. Success is
- * a job that is already `succeeded`, with a one-row result (`status`: what was done); an error is an
- * HTTP error of the submit and leaves no job behind.
+ * Lakeport's own statements (CREATE SECRET, GRANT, REVOKE, CREATE/DROP TAG, ALTER WORKSPACE,
+ * CREATE/REFRESH/DROP MATERIALIZED VIEW) as the job service runs them: they change metadata only, so
+ * they run inside the submit request. Success is a job that is already `succeeded`, with a one-row
+ * result (`status`: what was done) — except REFRESH MATERIALIZED VIEW, which answers with the refresh
+ * job (queued, or the one in progress) that the worker pool runs; an error is an HTTP error of the
+ * submit and leaves no job behind.
  *
  * A CREATE SECRET's values are never stored or logged in clear: the job row keeps a text rebuilt from
  * the parse with every literal lifted out (`KEY :redacted_key`) and no parameter values.
