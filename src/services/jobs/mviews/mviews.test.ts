@@ -303,6 +303,31 @@ describe('errors, positions and permissions', () => {
     expect((await rita.request('GET', `${O}/sales/agg/doomed`)).statusCode).toBe(404);
   });
 
+  it('DROP during a refresh cancels it; nothing of it is committed or left in the lake', async () => {
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    let reached!: () => void;
+    const atCommit = new Promise<void>((resolve) => (reached = resolve));
+    crashBeforeCommit = () => {
+      reached();
+      return held;
+    };
+    let refresh: string;
+    try {
+      refresh = refreshJob((await ok(wendy, `CREATE MATERIALIZED VIEW sales.agg.dropped AS ${TOTALS}`)).message);
+      await atCommit;
+      expect((await ok(wendy, 'DROP MATERIALIZED VIEW sales.agg.dropped')).message).toBe('Materialized view sales.agg.dropped dropped');
+    } finally {
+      crashBeforeCommit = undefined;
+      release();
+    }
+    const ended = await status(wendy, refresh);
+    expect(ended.status).toBe('cancelled');
+    const lake: unknown[] = [];
+    for await (const blob of t.deps.blobs.list('lake/sales/agg/dropped/')) lake.push(blob);
+    expect(lake).toEqual([]);
+  });
+
   it('CREATE OR REPLACE changes the definition and refreshes', async () => {
     const replaced = await ok(wendy, "CREATE OR REPLACE MATERIALIZED VIEW sales.agg.totals AS SELECT region, count(*) AS total FROM sales.raw.lines GROUP BY region");
     expect(replaced.message).toContain('replaced');

@@ -147,6 +147,7 @@ export class MaterializedViewRefresher {
       if (error instanceof SandboxQueryError) return fail('QUERY_ERROR', `Refresh of ${label} failed; the view keeps its last snapshot: ${error.message}`);
       if (error instanceof QueryEngineCrashedError) return { status: 'requeue', reason: error.message };
       if (isAppError(error, 'COMMIT_CONFLICT')) return fail('COMMIT_CONFLICT', `Refresh of ${label} was not committed: ${(error as Error).message}`);
+      if (isAppError(error, 'DATASET_NOT_FOUND')) return { status: 'failed', error: { code: 'MATERIALIZED_VIEW_NOT_FOUND', message: `${label} was dropped while it was being refreshed` } };
       throw error;
     } finally {
       if (local) await fs.rm(local, { force: true });

@@ -443,8 +443,9 @@ export class MaterializedViewStatements {
       throw statementError('GUARDED', `Workspace '${dataset.workspace}' refuses dropping datasets and views (drop_protection): cannot drop ${name}`, s.span);
     }
     if (dryRun) return { message: `Would drop materialized view ${name} with its snapshots` };
-    const paths = await this.at(s.span, () => this.deps.catalog.dropDataset(dataset.dataset_id));
+    // Its refresh in progress is cancelled first: a refresh checks that before it commits.
     await this.deps.views.repo.cancelRefreshes(dataset.dataset_id);
+    const paths = await this.at(s.span, () => this.deps.catalog.dropDataset(dataset.dataset_id));
     await this.deps.views.repo.delete(dataset.dataset_id);
     for (const key of paths) await this.deps.blobs.delete(key).catch(() => undefined);
     return { message: `Materialized view ${name} dropped` };
