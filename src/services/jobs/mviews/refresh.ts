@@ -145,7 +145,8 @@ export class MaterializedViewRefresher {
       if (error instanceof NotOurs) return stopped(stopReason() ?? 'cancelled');
       if (error instanceof SandboxInterruptedError) return stopped(stopReason() ?? (error.reason === 'too_large' ? 'timeout' : error.reason));
       if (error instanceof SandboxQueryError) return fail('QUERY_ERROR', `Refresh of ${label} failed; the view keeps its last snapshot: ${error.message}`);
-      if (error instanceof QueryEngineCrashedError) return { status: 'requeue', reason: error.message };
+      // As for queries: the engine died under it once, it runs again; twice, it is not run again.
+      if (error instanceof QueryEngineCrashedError) return job.attempts > 1 ? fail('ENGINE_CRASHED', `Refresh of ${label} stopped the query engine twice; the view keeps its last snapshot`) : { status: 'requeue', reason: error.message };
       if (isAppError(error, 'COMMIT_CONFLICT')) return fail('COMMIT_CONFLICT', `Refresh of ${label} was not committed: ${(error as Error).message}`);
       if (isAppError(error, 'DATASET_NOT_FOUND')) return { status: 'failed', error: { code: 'MATERIALIZED_VIEW_NOT_FOUND', message: `${label} was dropped while it was being refreshed` } };
       throw error;
