@@ -16,7 +16,7 @@ import type { BlobStore } from './core/storage/index.ts';
 import { catalogNamespaces, createAccountsService, dnsTxtResolver, openAccountRecords, type AccountService, type DnsOptions, type DomainService, type PaymentEventHook, type PaymentProcessor, type PlanSettings, type WorkspaceService } from './services/accounts/index.ts';
 import { createAuthService, type AuthService } from './services/auth/index.ts';
 import { createPolicyService, PolicyStore, type PolicyService } from './services/policy/index.ts';
-import { createJobsService, type ExternalReadOptions, type JobsService, type ResultPolicy, type WorkerPool } from './services/jobs/index.ts';
+import { createJobsService, type ExternalReadOptions, type MaterializedViewOptions, type JobsService, type ResultPolicy, type WorkerPool } from './services/jobs/index.ts';
 import { createUploadService, type UploadService } from './services/upload/index.ts';
 import { createODataService } from './services/odata/index.ts';
 
@@ -65,6 +65,8 @@ export interface AppDeps {
     results?: Partial<ResultPolicy>;
     /** READ_* of private storage: adapter endpoints (S3: LAKEPORT_EXTERNAL_S3_ENDPOINT) and the per-job byte cap. */
     external?: ExternalReadOptions;
+    /** Materialized views: the scheduler's tick and a test hook before a refresh commits. */
+    materializedViews?: MaterializedViewOptions;
   };
 }
 
@@ -245,7 +247,10 @@ async function createServices(deps: AppDeps, log: FastifyBaseLogger) {
     payments: deps.payments,
     onPaymentEvent: deps.onPaymentEvent,
   });
+  // Upload commits queue the REFRESH ON COMMIT views over their dataset; the jobs module that does it is built next.
+  let onCommitted: (datasetId: string) => void = () => undefined;
   const upload = createUploadService({
+    onCommitted: (datasetId) => onCommitted(datasetId),
     db: deps.db,
     catalog,
     authz,
@@ -273,12 +278,14 @@ async function createServices(deps: AppDeps, log: FastifyBaseLogger) {
     log: log.child({ module: 'jobs' }),
     worker: { concurrency: deps.jobs.workers, perIdentity: deps.jobs.perIdentity ?? Math.max(1, deps.jobs.workers) },
     external: deps.jobs.external,
+    materializedViews: deps.jobs.materializedViews,
     statements: {
       policies: policy.policies.planner,
       workspaces: accounts.directory,
       sealer: deps.sealer,
     },
   });
+  onCommitted = (datasetId) => jobs.views.committedInBackground(datasetId);
   const odata = createODataService({
     catalog,
     authz,

@@ -47,12 +47,12 @@ export async function openRuntime(config: Config, log: Logger): Promise<Runtime>
   return { db, generatedAdminToken, adminTokenFile, deps: await createAppDeps(config, { db, adminToken: new AdminToken(adminToken) }, log) };
 }
 
-/** `lakeport worker`: runs queued query jobs (and upkeep) without serving HTTP; any number may share one PostgreSQL. */
+/** `lakeport worker`: runs queued query jobs, materialized-view refreshes and their scheduler (and upkeep) without serving HTTP; any number may share one PostgreSQL. */
 export async function work(config: Config): Promise<void> {
   const runtime = await openRuntime(config, pino({ level: config.logLevel }));
   const app = await buildApp(runtime.deps, { logger: { level: config.logLevel }, backgroundTasks: true, workers: true });
   await app.ready();
-  process.stdout.write(`Lakeport worker ${app.lakeport.workers.id} running ${config.jobWorkers} jobs at once\n`);
+  process.stdout.write(`Lakeport worker ${app.lakeport.workers.id} running ${config.jobWorkers} jobs at once (and the materialized-view scheduler)\n`);
   const shutdown = async () => {
     await app.close();
     await runtime.db.close();

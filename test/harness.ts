@@ -12,6 +12,7 @@ import { migrate, openDatabase, type Db } from '../src/core/db/index.ts';
 import { AdminToken } from '../src/core/http/index.ts';
 import { Ingestor, RowReader, SqlAnalyzer } from '../src/core/engine/index.ts';
 import { createDatabaseBeside } from './pg-database.ts';
+import type { MaterializedViewOptions } from '../src/services/jobs/index.ts';
 
 /** Where the suite keeps metadata: PostgreSQL when DATABASE_URL is set (CI runs both), else PGlite in memory. */
 export const TEST_DATABASE_URL = process.env.DATABASE_URL;
@@ -91,7 +92,7 @@ export interface TestApp {
 }
 
 /** The whole application over a fresh database, for `app.inject` route tests. */
-export async function createTestApp(overrides: Partial<AppDeps> = {}, options: { workers?: boolean; logger?: AppOptions['logger']; trustProxy?: AppOptions['trustProxy'] } = {}): Promise<TestApp> {
+export async function createTestApp(overrides: Partial<AppDeps> = {}, options: { workers?: boolean; logger?: AppOptions['logger']; trustProxy?: AppOptions['trustProxy']; materializedViews?: MaterializedViewOptions } = {}): Promise<TestApp> {
   const { db, dispose } = await createTestDb();
   const lakeDir = tempDir('lakeport-lake-');
   const adminToken = `test-admin-${crypto.randomBytes(12).toString('hex')}`;
@@ -109,6 +110,7 @@ export async function createTestApp(overrides: Partial<AppDeps> = {}, options: {
     LAKEPORT_JOB_ISOLATION: 'inline',
   });
   const deps = await createAppDeps(config, { db, adminToken: new AdminToken(adminToken), ingestor: await sharedIngestor(), reader: await sharedReader(), analyzer: await sharedAnalyzer(), ...overrides }, silentLogger);
+  if (options.materializedViews) deps.jobs = { ...deps.jobs, materializedViews: options.materializedViews };
   const app = await buildApp(deps, { workers: options.workers ?? true, logger: options.logger, trustProxy: options.trustProxy });
   await app.ready();
   return {

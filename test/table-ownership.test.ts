@@ -64,6 +64,7 @@ const OWNERS: Record<string, string> = {
   upload_commits: UPLOAD,
   jobs: JOBS,
   variables: JOBS,
+  materialized_views: JOBS,
   secrets: JOBS,
   secret_data_keys: CRYPTO,
   // The migrator's own, made by migrate.ts rather than a migration.

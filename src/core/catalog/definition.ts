@@ -1,7 +1,7 @@
 import { AppError, appError } from '../errors/index.ts';
 import type { ColumnDef, DatasetKind, DatasetProperties } from '../db/index.ts';
 
-export const DATASET_KINDS: readonly DatasetKind[] = ['table', 'view', 'external'];
+export const DATASET_KINDS: readonly DatasetKind[] = ['table', 'view', 'external', 'materialized_view'];
 
 const OPTIONAL_TEXT_FIELDS = ['logical_type', 'source_type', 'original_type', 'description'] as const;
 

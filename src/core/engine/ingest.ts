@@ -703,6 +703,11 @@ export class Ingestor {
     return { bytes: Number(size?.size ?? 0), stats };
   }
 
+  /** Per-column min, max and null count of a Parquet file, as an upload's files record them (column_stats). */
+  async fileStatistics(file: string, columns: { name: string; type: string }[]): Promise<ConvertedFile['stats']> {
+    return this.withConnection(async (c) => (await this.statistics(c, file, columns as TargetColumn[])).stats, this.single);
+  }
+
   /** Turns a DuckDB failure into the column, row and value a person can act on. */
   private async explain(c: DuckDBConnection, error: Error, input: Parameters<Ingestor['convert']>[0]): Promise<Error> {
     const message = error.message ?? String(error);

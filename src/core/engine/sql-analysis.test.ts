@@ -290,6 +290,10 @@ describe("Lakeport's own statements", () => {
       ['DROP VIEW IF EXISTS ws.c.v', 'drop_view'],
       ["COMMENT ON COLUMN ws.c.d.x IS 'y'", 'comment'],
       ['ALTER DATASET ws.c.d SET SORTED BY (x)', 'alter_dataset'],
+      ['CREATE MATERIALIZED VIEW a.b.c AS SELECT 1', 'create_materialized_view'],
+      ['create or replace materialized view a.b.c refresh on commit as select 1', 'create_materialized_view'],
+      ['REFRESH MATERIALIZED VIEW a.b.c', 'refresh_materialized_view'],
+      ['DROP MATERIALIZED VIEW IF EXISTS a.b.c', 'drop_materialized_view'],
     ];
     for (const [sql, statement] of cases) {
       const a = await analyzer.analyze(sql);

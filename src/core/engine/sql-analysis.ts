@@ -72,7 +72,10 @@ export type LakeportStatement =
   | 'drop_view'
   | 'comment'
   | 'drop_dataset'
-  | 'undrop_dataset';
+  | 'undrop_dataset'
+  | 'create_materialized_view'
+  | 'refresh_materialized_view'
+  | 'drop_materialized_view';
 
 export type RefusalCode =
   | 'EMPTY_STATEMENT'
@@ -370,6 +373,9 @@ function lakeportStatement(tokens: SqlToken[]): LakeportStatement | undefined {
   if (first === 'GRANT') return 'grant';
   if (first === 'REVOKE') return 'revoke';
   if (first === 'ALTER' && upperWord(tokens[1]) === 'WORKSPACE') return 'alter_workspace';
+  const materializedView = (i: number) => upperWord(tokens[i]) === 'MATERIALIZED' && upperWord(tokens[i + 1]) === 'VIEW';
+  if (first === 'REFRESH' && materializedView(1)) return 'refresh_materialized_view';
+  if (first === 'DROP' && materializedView(1)) return 'drop_materialized_view';
   if (first === 'ALTER' && upperWord(tokens[1]) === 'DATASET') return 'alter_dataset';
   if (first === 'DROP' && upperWord(tokens[1]) === 'VIEW') return 'drop_view';
   if (first === 'COMMENT' && upperWord(tokens[1]) === 'ON') return 'comment';
@@ -380,6 +386,7 @@ function lakeportStatement(tokens: SqlToken[]): LakeportStatement | undefined {
     if (upperWord(tokens[i]) === 'OR' && upperWord(tokens[i + 1]) === 'REPLACE') i += 2;
     // CREATE VIEW (not TEMP VIEW: that is DuckDB's, refused as not a query) is Lakeport's logical view.
     if (upperWord(tokens[i]) === 'VIEW') return 'create_view';
+    if (materializedView(i)) return 'create_materialized_view';
     if (['PERSISTENT', 'TEMPORARY', 'TEMP'].includes(upperWord(tokens[i]) ?? '')) i++;
     if (upperWord(tokens[i]) === 'SECRET') return 'create_secret';
   }

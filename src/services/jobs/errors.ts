@@ -18,7 +18,8 @@ export const JOBS_ERRORS = {
   INVALID_PRINCIPAL: 400,
   UNKNOWN_PROPERTY: 400,
   INVALID_INTERVAL: 400,
-  WRONG_OBJECT_KIND: 400,
+  /** A statement naming a dataset of another kind (DROP DATASET of a view, REFRESH of a table, …). */
+  WRONG_OBJECT_KIND: 409,
   PARAMETER_NOT_DEFINED: 400,
   INVALID_PARAMETER: 400,
   INVALID_SECRET_TYPE: 400,
@@ -34,8 +35,9 @@ export const JOBS_ERRORS = {
   INVALID_VIEW_DEFINITION: 400,
   VIEW_SOURCE_NOT_READABLE: 403,
   VIEW_CYCLE: 400,
-  DATASET_KIND_MISMATCH: 409,
   COLUMN_NOT_FOUND: 400,
+  // materialized views
+  INVALID_MATERIALIZED_VIEW: 400,
   // READ_* of private storage, refused at submit
   TABLE_FUNCTION_NOT_ALLOWED: 400,
   FILE_ACCESS_NOT_ALLOWED: 400,
@@ -109,6 +111,10 @@ export const JOB_FAILURE_CODES = [
   'WORKER_LOST',
   'INTERNAL_ERROR',
   'CANCELLED',
+  // a materialized view's refresh
+  'REFRESH_FAILED',
+  'MATERIALIZED_VIEW_NOT_FOUND',
+  'COMMIT_CONFLICT',
 ] as const;
 
 export type JobFailureCode = (typeof JOB_FAILURE_CODES)[number];

@@ -18,12 +18,25 @@ import { JobsService } from './service.ts';
 import { LakeportStatements, SecretStore, type StatementOptions } from './statements/index.ts';
 import { placeOf } from './statements/errors.ts';
 import { DEFAULT_WORKER_OPTIONS, WorkerPool, type WorkerOptions } from './worker.ts';
+import { MaterializedViewRepo } from './mviews/repo.ts';
+import { MaterializedViewRefresher, RefreshingJobRunner } from './mviews/refresh.ts';
+import { MaterializedViews, DEFAULT_SCHEDULER_TICK_MS } from './mviews/service.ts';
+import { writeStatusResult } from './statements/index.ts';
+import type { JobRow } from './repo.ts';
 
 export { JobsService } from './service.ts';
 export { WorkerPool, DEFAULT_WORKER_OPTIONS, type WorkerOptions } from './worker.ts';
 export { SandboxJobRunner, type JobEngines } from './runner.ts';
 export { LakeportStatements, SecretStore, type StatementOptions, type HostResolver } from './statements/index.ts';
 export type { ExternalReadOptions } from './external/index.ts';
+export { MaterializedViews } from './mviews/service.ts';
+
+/** Materialized views: how often the scheduler looks for due REFRESH EVERY views; a test hook. */
+export interface MaterializedViewOptions {
+  tickMs?: number;
+  /** Tests: runs just before a refresh commits (throwing there is a crash mid-refresh). */
+  beforeCommit?: (job: JobRow) => Promise<void>;
+}
 
 export interface JobsOptions {
   db: Db;
@@ -50,6 +63,7 @@ export interface JobsOptions {
   statements: StatementOptions;
   /** READ_* of private storage: adapter endpoints and limits (defaults: AWS and Google, 1 GiB per job). */
   external?: ExternalReadOptions;
+  materializedViews?: MaterializedViewOptions;
 }
 
 const PREFIX = '/jobs';
@@ -68,9 +82,23 @@ export function createJobsService(options: JobsOptions) {
   const results = { ...DEFAULT_RESULT_POLICY, ...options.results };
   const engines = jobEngines(options, workerOptions.concurrency);
   const limits = { perJob: results.maxBytes, perIdentity: results.quotaBytes, retainedBy: (owner: string) => repo.retainedResultBytes(owner) };
-  const runner = new SandboxJobRunner(planner, options.blobs, engines, limits, external, log);
+  const viewRepo = new MaterializedViewRepo(options.db, repo);
+  const views = new MaterializedViews({ views: viewRepo, catalog: options.catalog, timeoutMs: options.timeoutMs, notify: () => pool.notify(), log });
+  const refresher = new MaterializedViewRefresher({
+    views: viewRepo,
+    catalog: options.catalog,
+    planner,
+    blobs: options.blobs,
+    engine: () => engines.shared,
+    statistics: (file, columns) => options.ingestor.fileStatistics(file, columns),
+    writeResult: (executionId, message) => writeStatusResult(options.blobs, executionId, message),
+    committed: (datasetId) => views.committed(datasetId),
+    beforeCommit: options.materializedViews?.beforeCommit,
+    log,
+  });
+  const runner = new RefreshingJobRunner(new SandboxJobRunner(planner, options.blobs, engines, limits, external, log), refresher);
   const pool = new WorkerPool(repo, runner, workerOptions, log);
-  const statements = new LakeportStatements({ ...options.statements, db: options.db, authz: options.authz, catalog: options.catalog, repo, blobs: options.blobs, timeoutMs: options.timeoutMs, log, views: new ViewDescriber(planner) });
+  const statements = new LakeportStatements({ ...options.statements, db: options.db, authz: options.authz, catalog: options.catalog, repo, blobs: options.blobs, timeoutMs: options.timeoutMs, log, planner, views: new ViewDescriber(planner), materializedViews: views });
   const refuseExternalReads = async (caller: Principal, sqlText: string) => {
     const refusal = await planner.refuseExternalReads(caller, sqlText);
     if (!refusal) return undefined;
@@ -97,6 +125,7 @@ export function createJobsService(options: JobsOptions) {
     jobs,
     pool,
     statements,
+    views,
     apis: [
       {
         prefix: PREFIX,
@@ -107,8 +136,10 @@ export function createJobsService(options: JobsOptions) {
     ],
     start: async () => {
       if (runsJobs) pool.start();
+      views.start(options.materializedViews?.tickMs ?? DEFAULT_SCHEDULER_TICK_MS);
     },
     stop: async () => {
+      views.stop();
       if (runsJobs) await pool.stop();
     },
     upkeep: () =>

@@ -24,6 +24,8 @@ export interface PreparedQuery {
   toOriginal(offset: number): number | undefined;
   /** The three-part names the text reads directly (lowercased, in text order): a view's `sources`. */
   sources: string[];
+  /** The datasets the statement reads (each once), as resolved for the caller. */
+  datasets: { dataset_id: string; label: string }[];
 }
 
 /** How deep views may nest (a view over a view over …). */
@@ -48,6 +50,8 @@ interface ResolveContext {
   withFiles: boolean;
   /** A job about to run: the snapshots it reads are leased to it (see prepare). */
   lease?: { holder: string; ttlMs: number };
+  /** Every dataset resolved (through views too): id → label; a materialized view's sources. */
+  datasets: Map<string, string>;
   /** The views being resolved, outermost first (for messages, cycles and depth). */
   stack: string[];
   /** When planning a CREATE VIEW: the view's own name, which its definition must not reach. */
@@ -272,7 +276,8 @@ export class QueryPlanner {
       edits.push({ ...span, text: index });
     }
     const views = new Map<string, SandboxView>();
-    const refused = await this.resolveTables({ principal, views, withFiles: options.withFiles, lease: options.lease, stack: [], self: options.view?.self }, analysis.tables, tokens, edits);
+    const datasets = new Map<string, string>();
+    const refused = await this.resolveTables({ principal, views, withFiles: options.withFiles, lease: options.lease, datasets, stack: [], self: options.view?.self }, analysis.tables, tokens, edits);
     if (refused) return fail(refused.code, refused.message, refused.position);
     // Edits never overlap: a READ_* call's arguments are literals, so no dataset is named inside one.
     const render = (files: string[][]) => applyEdits(sql, edits, (p) => renderRead(external[p], files[p] ?? []));
@@ -280,7 +285,7 @@ export class QueryPlanner {
     const unmoved = edits.length > 0 ? Math.min(...edits.map((e) => e.start)) : Number.POSITIVE_INFINITY;
     const toOriginal = (offset: number) => (offset < unmoved ? analysis.rewritten.toOriginal(offset) : undefined);
     const sources = [...new Set(analysis.tables.filter((t) => t.parts.length === 3).map((t) => t.parts.join('.').toLowerCase()))];
-    return { ok: true, query: { sql: render([]), params, views: [...views.values()], external, render, toOriginal, sources } };
+    return { ok: true, query: { sql: render([]), params, views: [...views.values()], external, render, toOriginal, sources, datasets: [...datasets].map(([dataset_id, label]) => ({ dataset_id, label })).reverse() } };
   }
 
   /**
@@ -320,6 +325,7 @@ export class QueryPlanner {
       }
       if (!dataset || !readable) return refuse('DATASET_NOT_FOUND', `Dataset ${label} does not exist, or you may not read it`);
       if (dataset.kind === 'external') return refuse('VERSIONING_NOT_SUPPORTED', `${inView ? `${inView}: ` : ''}Dataset ${label} is listed from an external catalog and cannot be queried here`);
+      ctx.datasets.set(dataset.dataset_id, label);
       let snapshotId: number | null = dataset.current_snapshot_id;
       let viewName: [string, string, string] = [catalogOf(workspace), collection, name];
       if (dataset.kind === 'view') {

@@ -15,7 +15,7 @@ const columns = [
   { name: 'amount', type: 'DECIMAL(18,2)', nullable: true },
 ];
 
-const sandboxes = () => ((t.app.lakeport.workers as unknown as { runner: SandboxJobRunner }).runner.engines.shared as InlineQueryEngine).sandboxes;
+const sandboxes = () => ((t.app.lakeport.workers as unknown as { runner: { queries: SandboxJobRunner } }).runner.queries.engines.shared as InlineQueryEngine).sandboxes;
 
 async function run(user: TestUser, sql: string) {
   const { execution_id } = (await user.request('POST', `${J}/jobs`, { sql_text: sql })).json();

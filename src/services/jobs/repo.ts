@@ -41,6 +41,19 @@ export class JobRepo {
     return this.db.kysely.insertInto('jobs').values(this.newJob(row, { status: 'queued' })).returning(['execution_id', 'status']).executeTakeFirstOrThrow();
   }
 
+  /**
+   * Queues the refresh of a materialized view, unless one of it is queued or running already (the
+   * partial unique index jobs_one_refresh_in_progress): the new row, or undefined.
+   */
+  async enqueueRefresh(row: NewJob & { refresh_of: string }): Promise<JobRow | undefined> {
+    const result = await sql<JobRow>`
+      INSERT INTO jobs (execution_id, owner, sql_text, parameters, client_info, permissions, status, timeout_ms, refresh_of)
+      VALUES (${row.execution_id}, ${row.owner}, ${row.sql_text}, ${JSON.stringify(row.parameters)}::jsonb, ${row.client_info ?? null}::jsonb, ${row.permissions}::jsonb, 'queued', ${row.timeout_ms}, ${row.refresh_of})
+      ON CONFLICT (refresh_of) WHERE refresh_of IS NOT NULL AND status IN ('queued', 'running') DO NOTHING
+      RETURNING *`.execute(this.db.kysely);
+    return result.rows[0];
+  }
+
   /** As enqueue, but the job is inserted already claimed by `workerId` (running, as claim() leaves it): one statement instead of two. */
   async enqueueClaimed(row: NewJob, workerId: string): Promise<JobRow> {
     // created_at and started_at are the same now(): queued_ms is 0.

@@ -22,6 +22,8 @@ export interface UploadOptions {
   limits?: Partial<UploadLimits>;
   /** Where the contract sweep and failed cleanups are reported. */
   log: Logger;
+  /** Told of every committed snapshot (REFRESH ON COMMIT materialized views over the dataset are queued); must not throw. */
+  onCommitted?: (datasetId: string) => void;
 }
 
 /** The upload service: schema contracts, streamed writes and commits; its upkeep sweeps expired contracts. */

@@ -72,6 +72,8 @@ export interface UploadDeps {
   scratchDir: string;
   limits?: Partial<UploadLimits>;
   log: Logger;
+  /** Told of every committed snapshot (REFRESH ON COMMIT materialized views over the dataset are queued); must not throw. */
+  onCommitted?: (datasetId: string) => void;
 }
 
 export interface Sample {
@@ -578,8 +580,9 @@ export class UploadService {
     // lock in the same transaction, so a reader sees the old snapshot or the new one, never a mix.
     const replace = row.commit_mode === 'replace' && row.dataset_id !== null;
     let response: CommitResult | undefined;
+    let committed: string;
     try {
-      await this.deps.catalog.commitWith(
+      committed = (await this.deps.catalog.commitWith(
         {
           dataset: row.dataset_id ?? undefined,
           expectedDefinitionVersion: row.definition_version ?? undefined,
@@ -607,7 +610,7 @@ export class UploadService {
             await this.deps.repo.markCommitted(trx, contractId, snapshot.snapshot_id, rowsWritten, idempotencyKey ? { owner: caller.identity, key: idempotencyKey, response } : undefined);
           },
         },
-      );
+      )).dataset_id;
     } catch (error) {
       if (isAppError(error, 'DEFINITION_CONFLICT', 'ALREADY_EXISTS')) {
         await this.deps.repo.markStale(contractId);
@@ -615,6 +618,7 @@ export class UploadService {
       }
       throw error;
     }
+    this.deps.onCommitted?.(committed);
     return response!;
   }
 

@@ -3,7 +3,7 @@ import type { DefaultTimestamp, Json } from './types.ts';
 
 /** The catalog's tables (core/catalog owns them, see test/table-ownership.test.ts; migration 0003 and docs/catalog.md). */
 
-export type DatasetKind = 'table' | 'view' | 'external';
+export type DatasetKind = 'table' | 'view' | 'external' | 'materialized_view';
 export type SnapshotOperation = 'create' | 'append' | 'overwrite' | 'delete' | 'maintenance';
 
 /** One column of a dataset's definition. */

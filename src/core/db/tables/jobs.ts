@@ -37,6 +37,28 @@ export interface JobsTable {
   created_at: DefaultTimestamp;
   started_at: Timestamp | null;
   finished_at: Timestamp | null;
+  /** The materialized view (its dataset id) this job refreshes; null for other jobs. */
+  refresh_of: ColumnType<string | null, string | null | undefined, string | null>;
+}
+
+export type RefreshMode = 'every' | 'on_commit' | 'manual';
+
+export interface MaterializedViewsTable {
+  dataset_id: string;
+  definition: string;
+  refresh_mode: RefreshMode;
+  refresh_every_ms: number | null;
+  source_ids: Json<string[]>;
+  sources: Json<string[]>;
+  owner: string;
+  owner_permissions: Json<PermissionPair[]>;
+  next_refresh_at: Timestamp | null;
+  last_refresh_at: Timestamp | null;
+  last_refresh_job: string | null;
+  last_refresh_status: string | null;
+  last_refresh_error: string | null;
+  created_at: DefaultTimestamp;
+  updated_at: DefaultTimestamp;
 }
 
 export interface VariablesTable {
@@ -50,4 +72,5 @@ export interface VariablesTable {
 export interface JobTables {
   jobs: JobsTable;
   variables: VariablesTable;
+  materialized_views: MaterializedViewsTable;
 }

@@ -36,7 +36,7 @@ const J = '/jobs/api/v1';
 const BUCKET = 'acme-lake';
 const SCOPE = `s3://${BUCKET}/team/`;
 
-const runner = () => (t.app.lakeport.workers as unknown as { runner: SandboxJobRunner }).runner;
+const runner = () => (t.app.lakeport.workers as unknown as { runner: { queries: SandboxJobRunner } }).runner.queries;
 const copiesDir = () => path.join(t.deps.scratchDir, 'external');
 const leftovers = () => (fs.existsSync(copiesDir()) ? fs.readdirSync(copiesDir()) : []);
 

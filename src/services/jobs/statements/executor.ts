@@ -7,8 +7,13 @@ import { AppError, isAppError, type ErrorCode } from '../../../core/errors/index
 import { StatementError, statementError, type Span } from './errors.ts';
 import type { AlterDatasetSort, AlterWorkspace, CommentOn, CreateSecret, CreateTag, CreateView, DatasetName, DropTag, DropView, GrantStatement, LakeportStatement, Located, WorkspaceProperty } from './parser.ts';
 import type { ViewDescriber } from '../views.ts';
+import type { JobRow } from '../repo.ts';
 import type { ColumnDef } from '../../../core/db/index.ts';
 import { LifecycleStatements } from './lifecycle.ts';
+import { MaterializedViewStatements } from './materialized-views.ts';
+import type { QueryPlanner } from '../planner.ts';
+import type { BlobStore } from '../../../core/storage/index.ts';
+import type { MaterializedViews } from '../mviews/service.ts';
 import type { SecretStore } from './secret-store.ts';
 import { checkSecretShape, checkSecretValues, type HostResolver } from './secret-types.ts';
 
@@ -21,6 +26,10 @@ export interface ExecutorDeps {
   resolveHost: HostResolver;
   /** Plans a CREATE VIEW's SELECT as the caller's query job would be planned. */
   views: ViewDescriber;
+  /** Materialized views: their select is planned as a job would be; refreshes are queued through `materializedViews`. */
+  planner: QueryPlanner;
+  materializedViews: MaterializedViews;
+  blobs: BlobStore;
 }
 
 /** Planner refusals a CREATE VIEW answers with their own code; the others are INVALID_VIEW_DEFINITION. */
@@ -32,6 +41,8 @@ const KIND_WORDS: Record<string, string> = { table: 'a table', view: 'a view', m
 /** What a statement did (or, checked without running, would do): the one-row result of its job. */
 export interface StatementOutcome {
   message: string;
+  /** A job the statement answers with instead of a finished one of its own (REFRESH: the refresh job). */
+  job?: JobRow;
 }
 
 /**
@@ -45,9 +56,11 @@ export interface StatementOutcome {
  */
 export class StatementExecutor {
   private readonly lifecycle: LifecycleStatements;
+  private readonly materializedViews: MaterializedViewStatements;
 
   constructor(private readonly deps: ExecutorDeps) {
     this.lifecycle = new LifecycleStatements(deps);
+    this.materializedViews = new MaterializedViewStatements(deps, (span, fn) => this.at(span, fn));
   }
 
   async execute(caller: Principal, statement: LakeportStatement, parameters: Record<string, ParamValue>, options: { dryRun: boolean }): Promise<StatementOutcome> {
@@ -80,6 +93,12 @@ export class StatementExecutor {
         return this.lifecycle.rollback(caller, statement, options.dryRun);
       case 'alter_dataset_expire':
         return this.lifecycle.expire(caller, statement, options.dryRun);
+      case 'create_materialized_view':
+        return this.materializedViews.create(caller, statement, options.dryRun);
+      case 'refresh_materialized_view':
+        return this.materializedViews.refresh(caller, statement, options.dryRun);
+      case 'drop_materialized_view':
+        return this.materializedViews.drop(caller, statement, options.dryRun);
     }
   }
 
@@ -331,7 +350,7 @@ export class StatementExecutor {
     await this.requireNamespace(ref.workspace, s.name);
     const existing = await this.deps.catalog.findDataset(ref);
     if (existing && existing.kind !== 'view') {
-      throw statementError('DATASET_KIND_MISMATCH', `${label} is ${KIND_WORDS[existing.kind] ?? existing.kind}, not a view: CREATE OR REPLACE VIEW replaces only views (drop it with DROP DATASET first)`, s.name);
+      throw statementError('WRONG_OBJECT_KIND', `${label} is ${KIND_WORDS[existing.kind] ?? existing.kind}, not a view: CREATE OR REPLACE VIEW replaces only views (drop it with DROP DATASET first)`, s.name);
     }
     if (existing && !s.orReplace) throw statementError('ALREADY_EXISTS', `View ${label} already exists: use CREATE OR REPLACE VIEW to replace it`, s.name);
 
@@ -380,7 +399,7 @@ export class StatementExecutor {
     if (!dataset) return { message: `View ${label} does not exist; nothing dropped` };
     if (dataset.kind !== 'view') {
       const use = (dataset.kind as string) === 'materialized_view' ? 'DROP MATERIALIZED VIEW' : 'DROP DATASET';
-      throw statementError('DATASET_KIND_MISMATCH', `${label} is ${KIND_WORDS[dataset.kind] ?? dataset.kind}, not a view: use ${use}`, s.name);
+      throw statementError('WRONG_OBJECT_KIND', `${label} is ${KIND_WORDS[dataset.kind] ?? dataset.kind}, not a view: use ${use}`, s.name);
     }
     if (dryRun) {
       const namespace = await this.requireNamespace(dataset.workspace, s.name);
@@ -398,7 +417,7 @@ export class StatementExecutor {
     const dataset = (await this.datasetToWrite(caller, s.dataset, target === 'view' ? 'View' : target === 'materialized_view' ? 'Materialized view' : 'Dataset'))!;
     const label = labelOf(s.dataset.value);
     if ((target === 'view' || target === 'materialized_view') && dataset.kind !== target) {
-      throw statementError('DATASET_KIND_MISMATCH', `${label} is ${KIND_WORDS[dataset.kind] ?? dataset.kind}: write COMMENT ON DATASET (or the kind it is)`, s.target);
+      throw statementError('WRONG_OBJECT_KIND', `${label} is ${KIND_WORDS[dataset.kind] ?? dataset.kind}: write COMMENT ON DATASET (or the kind it is)`, s.target);
     }
     const text = s.text.value;
     const flag = { llm_described: s.byModel };
@@ -434,7 +453,7 @@ export class StatementExecutor {
     const dataset = (await this.datasetToWrite(caller, s.dataset, 'Dataset'))!;
     const label = labelOf(s.dataset.value);
     if (dataset.kind === 'view' || dataset.kind === 'external') {
-      throw statementError('DATASET_KIND_MISMATCH', `${label} is ${KIND_WORDS[dataset.kind]}: it keeps no rows of its own, so it has no sort order (sort a view's rows with ORDER BY)`, s.dataset);
+      throw statementError('WRONG_OBJECT_KIND', `${label} is ${KIND_WORDS[dataset.kind]}: it keeps no rows of its own, so it has no sort order (sort a view's rows with ORDER BY)`, s.dataset);
     }
     let sortOrder: { column: string; direction: 'asc' | 'desc' }[] | null = null;
     if (s.keys) {

@@ -11,9 +11,11 @@ import type { PolicyPlanner } from '../../policy/index.ts';
 import type { JobRepo, JobRow } from '../repo.ts';
 import type { ParamValue } from '../types.ts';
 import { placeOf, StatementError, toHttpError } from './errors.ts';
-import { StatementExecutor } from './executor.ts';
+import { StatementExecutor, type StatementOutcome } from './executor.ts';
 import { isLakeportText, parseStatement, redactedSecretText, type LakeportStatement } from './parser.ts';
 import { SecretStore } from './secret-store.ts';
+import type { QueryPlanner } from '../planner.ts';
+import type { MaterializedViews } from '../mviews/service.ts';
 import { systemResolver, type HostResolver } from './secret-types.ts';
 import type { ViewDescriber } from '../views.ts';
 
@@ -42,16 +44,20 @@ export interface StatementDeps extends StatementOptions {
   log: Logger;
   /** Plans CREATE VIEW's SELECT as a query job (the job service's planner). */
   views: ViewDescriber;
+  /** Materialized views: the planner their select is checked with, and where refreshes are queued. */
+  planner: QueryPlanner;
+  materializedViews: MaterializedViews;
 }
 
 const RESULT_COLUMNS = [{ name: 'status', type: 'VARCHAR' }];
 
 /**
  * Lakeport's own statements (CREATE SECRET, GRANT, REVOKE, CREATE/DROP TAG, ALTER WORKSPACE, CREATE/DROP
- * VIEW, COMMENT ON, DROP/UNDROP DATASET, ALTER DATASET) as the
+ * VIEW, COMMENT ON, DROP/UNDROP DATASET, ALTER DATASET, CREATE/REFRESH/DROP MATERIALIZED VIEW) as the
  * job service runs them: they change metadata only, so they run inside the submit request. Success is
- * a job that is already `succeeded`, with a one-row result (`status`: what was done); an error is an
- * HTTP error of the submit and leaves no job behind.
+ * a job that is already `succeeded`, with a one-row result (`status`: what was done) — except REFRESH
+ * MATERIALIZED VIEW, which answers with the refresh job (queued, or the one in progress) that the
+ * worker pool runs; an error is an HTTP error of the submit and leaves no job behind.
  *
  * A CREATE SECRET's values are never stored or logged in clear: the job row keeps a text rebuilt from
  * the parse with every literal lifted out (`KEY :redacted_key`) and no parameter values.
@@ -70,6 +76,9 @@ export class LakeportStatements {
       secrets: this.secrets,
       resolveHost: deps.resolveHost ?? systemResolver,
       views: deps.views,
+      planner: deps.planner,
+      materializedViews: deps.materializedViews,
+      blobs: deps.blobs,
     });
   }
 
@@ -87,7 +96,7 @@ export class LakeportStatements {
     if (!this.handles(sqlText)) return undefined;
     const started = performance.now();
     let statement: LakeportStatement;
-    let outcome: { message: string };
+    let outcome: StatementOutcome;
     try {
       statement = parseStatement(sqlText);
       outcome = await this.executor.execute(caller, statement, input.parameters ?? {}, { dryRun: false });
@@ -95,6 +104,8 @@ export class LakeportStatements {
       if (error instanceof StatementError) throw toHttpError(sqlText, error);
       throw error;
     }
+    // REFRESH MATERIALIZED VIEW answers with the refresh job (queued, running, or the one already in progress).
+    if (outcome.job) return outcome.job;
     const executionId = newId('job');
     // The change is made; a result file that cannot be written leaves a job without results, not a failed submit.
     const resultKey = await this.writeResult(executionId, outcome.message).catch((error: unknown) => {
@@ -135,26 +146,33 @@ export class LakeportStatements {
   }
 
   /** The job's one-row result (`status`), written once as Parquet like any job's, so results and download work. */
-  private async writeResult(executionId: string, message: string): Promise<string> {
-    const local = await this.deps.blobs.tempPath('.parquet');
-    const instance = await DuckDBInstance.create(':memory:', {
-      threads: '1',
-      memory_limit: '64MB',
-      autoinstall_known_extensions: 'false',
-      autoload_known_extensions: 'false',
-    });
-    try {
-      const connection = await instance.connect();
-      try {
-        await connection.run(`COPY (SELECT $status::VARCHAR AS status) TO ${quoteString(local)} (FORMAT parquet)`, { status: message });
-      } finally {
-        connection.closeSync();
-      }
-    } finally {
-      instance.closeSync();
-    }
-    const key = `results/${executionId}.parquet`;
-    await this.deps.blobs.putFile(key, local);
-    return key;
+  writeResult(executionId: string, message: string): Promise<string> {
+    return writeStatusResult(this.deps.blobs, executionId, message);
   }
+}
+
+/** One small DuckDB for the one-row results of statements and refreshes, made on first use and kept. */
+let statusEngine: Promise<DuckDBInstance> | undefined;
+
+/** A job's one-row result (`status`) as Parquet at results/<execution_id>.parquet; returns its key. */
+export async function writeStatusResult(blobs: BlobStore, executionId: string, message: string): Promise<string> {
+  const local = await blobs.tempPath('.parquet');
+  statusEngine ??= DuckDBInstance.create(':memory:', {
+    threads: '1',
+    memory_limit: '64MB',
+    autoinstall_known_extensions: 'false',
+    autoload_known_extensions: 'false',
+  }).catch((error: unknown) => {
+    statusEngine = undefined;
+    throw error;
+  });
+  const connection = await (await statusEngine).connect();
+  try {
+    await connection.run(`COPY (SELECT $status::VARCHAR AS status) TO ${quoteString(local)} (FORMAT parquet)`, { status: message });
+  } finally {
+    connection.closeSync();
+  }
+  const key = `results/${executionId}.parquet`;
+  await blobs.putFile(key, local);
+  return key;
 }

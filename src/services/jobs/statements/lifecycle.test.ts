@@ -176,7 +176,7 @@ describe('DROP DATASET and UNDROP DATASET', () => {
 
   it('points views at DROP VIEW', async () => {
     await catalog().createDataset(ref('a_view'), { kind: 'view', columns }, 'alice');
-    const res = await refused(alice, 'DROP DATASET sales.orders.a_view', 400, 'WRONG_OBJECT_KIND');
+    const res = await refused(alice, 'DROP DATASET sales.orders.a_view', 409, 'WRONG_OBJECT_KIND');
     expect(res.detail).toMatch(/use DROP VIEW sales\.orders\.a_view/);
   });
 

@@ -26,6 +26,9 @@ import { readInterval } from './interval.ts';
  *   UNDROP DATASET <ws>.<coll>.<ds>
  *   ALTER DATASET <ws>.<coll>.<ds> ROLLBACK TO {SNAPSHOT <id> | TAG <tag>}
  *   ALTER DATASET <ws>.<coll>.<ds> EXPIRE SNAPSHOTS OLDER THAN <interval> [RETAIN LAST <n>]
+ *   CREATE [OR REPLACE] MATERIALIZED VIEW <ws>.<coll>.<name> [COMMENT '…'] [REFRESH EVERY <interval> | REFRESH ON COMMIT | REFRESH MANUAL] AS <select>
+ *   REFRESH MATERIALIZED VIEW <ws>.<coll>.<name>         (docs/materialized-views.md)
+ *   DROP MATERIALIZED VIEW [IF EXISTS] <ws>.<coll>.<name>
  *
  * Keywords are case-insensitive. Names are bare words or "quoted identifiers" and are lowercased
  * either way (Lakeport's names are); a principal keeps the case of a quoted identifier or a
@@ -181,6 +184,33 @@ export interface AlterDatasetExpire {
   span: Span;
 }
 
+/** How a materialized view is refreshed (docs/materialized-views.md); MANUAL when the statement says nothing. */
+export type RefreshPolicy = { mode: 'manual' } | { mode: 'on_commit' } | { mode: 'every'; everyMs: number };
+
+export interface CreateMaterializedView {
+  kind: 'create_materialized_view';
+  orReplace: boolean;
+  name: Located<DatasetName>;
+  comment?: Located<string>;
+  refresh: Located<RefreshPolicy> | undefined;
+  /** The SELECT after AS, exactly as written, and where it starts in the statement. */
+  select: Located<string>;
+  span: Span;
+}
+
+export interface RefreshMaterializedView {
+  kind: 'refresh_materialized_view';
+  name: Located<DatasetName>;
+  span: Span;
+}
+
+export interface DropMaterializedView {
+  kind: 'drop_materialized_view';
+  ifExists: boolean;
+  name: Located<DatasetName>;
+  span: Span;
+}
+
 export type LakeportStatement =
   | CreateSecret
   | GrantStatement
@@ -194,7 +224,10 @@ export type LakeportStatement =
   | DropDataset
   | UndropDataset
   | AlterDatasetRollback
-  | AlterDatasetExpire;
+  | AlterDatasetExpire
+  | CreateMaterializedView
+  | RefreshMaterializedView
+  | DropMaterializedView;
 /** `alter_dataset` is the shared head of ALTER DATASET …, whose action decides the statement. */
 export type StatementKind = Exclude<LakeportStatement['kind'], 'alter_dataset_sort' | 'alter_dataset_rollback' | 'alter_dataset_expire'> | 'alter_secret' | 'alter_dataset';
 
@@ -220,12 +253,15 @@ function kindAt(tokens: SqlToken[], i: number): StatementKind | undefined {
       if (w(1) === 'SECRET' || (SECRET_MODIFIERS.has(w(1) ?? '') && w(2) === 'SECRET')) return 'alter_secret';
       return undefined;
     case 'DROP':
+      if (w(1) === 'MATERIALIZED' && w(2) === 'VIEW') return 'drop_materialized_view';
       if (w(1) === 'TAG') return 'drop_tag';
       if (w(1) === 'VIEW') return 'drop_view';
       if (w(1) === 'DATASET') return 'drop_dataset';
       return undefined;
     case 'COMMENT':
       return w(1) === 'ON' ? 'comment' : undefined;
+    case 'REFRESH':
+      return w(1) === 'MATERIALIZED' && w(2) === 'VIEW' ? 'refresh_materialized_view' : undefined;
     case 'UNDROP':
       return w(1) === 'DATASET' ? 'undrop_dataset' : undefined;
     case 'CREATE': {
@@ -233,6 +269,7 @@ function kindAt(tokens: SqlToken[], i: number): StatementKind | undefined {
       if (w(k) === 'OR' && w(k + 1) === 'REPLACE') k += 2;
       // CREATE [OR REPLACE] VIEW (not TEMP VIEW: that is DuckDB's, refused as not a query).
       if (w(k) === 'VIEW') return 'create_view';
+      if (w(k) === 'MATERIALIZED' && w(k + 1) === 'VIEW') return 'create_materialized_view';
       if (SECRET_MODIFIERS.has(w(k) ?? '')) k++;
       if (w(k) === 'SECRET') return 'create_secret';
       if (w(k) === 'TAG') return 'create_tag';
@@ -501,6 +538,15 @@ class Parser {
       case 'alter_dataset':
         statement = this.alterDataset();
         break;
+      case 'create_materialized_view':
+        statement = this.createMaterializedView();
+        break;
+      case 'refresh_materialized_view':
+        statement = this.refreshMaterializedView();
+        break;
+      case 'drop_materialized_view':
+        statement = this.dropMaterializedView();
+        break;
       case 'alter_secret':
         this.fail(
           'STATEMENT_NOT_SUPPORTED',
@@ -527,7 +573,7 @@ class Parser {
             lookalike,
           );
         }
-        this.fail('SYNTAX_ERROR', 'Not a Lakeport statement: expected CREATE SECRET, GRANT, REVOKE, CREATE TAG, DROP TAG, ALTER WORKSPACE, CREATE VIEW, DROP VIEW, COMMENT ON, DROP DATASET, UNDROP DATASET or ALTER DATASET', { start: first.start, end: first.end });
+        this.fail('SYNTAX_ERROR', 'Not a Lakeport statement: expected CREATE SECRET, GRANT, REVOKE, CREATE TAG, DROP TAG, ALTER WORKSPACE, CREATE VIEW, DROP VIEW, COMMENT ON, DROP DATASET, UNDROP DATASET, ALTER DATASET or CREATE/REFRESH/DROP MATERIALIZED VIEW', { start: first.start, end: first.end });
       }
     }
     this.end();
@@ -1010,6 +1056,98 @@ class Parser {
       byModel = true;
     }
     return { kind: 'comment', target: targetSpan, dataset, column, text, byModel, span: this.spanFrom(start) };
+  }
+
+  // ── materialized views ──
+
+  private createMaterializedView(): CreateMaterializedView {
+    const start = this.expectWord('CREATE').start;
+    let orReplace = false;
+    if (this.acceptWord('OR')) {
+      this.expectWord('REPLACE', 'REPLACE after OR');
+      orReplace = true;
+    }
+    this.expectWord('MATERIALIZED');
+    this.expectWord('VIEW');
+    if (this.isWord('IF') && this.isWord('NOT', 1)) {
+      this.fail('STATEMENT_NOT_SUPPORTED', 'There is no CREATE MATERIALIZED VIEW IF NOT EXISTS: use CREATE OR REPLACE MATERIALIZED VIEW', { start: this.peek()!.start, end: this.peek(2)?.end ?? this.peek(1)!.end });
+    }
+    const name = this.datasetName();
+    let comment: Located<string> | undefined;
+    let refresh: Located<RefreshPolicy> | undefined;
+    for (;;) {
+      if (this.isWord('COMMENT')) {
+        const at = this.next()!;
+        if (comment) this.fail('CONTRADICTORY_OPTIONS', 'COMMENT is given twice', { start: at.start, end: at.end });
+        this.acceptOperator('=');
+        const t = this.peek();
+        if (t?.kind !== 'string') this.expected("a comment in quotes: COMMENT '…'");
+        this.next();
+        comment = { value: this.decodeString(t), start: t.start, end: t.end };
+        continue;
+      }
+      if (this.isWord('REFRESH')) {
+        const at = this.next()!;
+        if (refresh) this.fail('CONTRADICTORY_OPTIONS', 'REFRESH is given twice: a materialized view has one refresh policy', { start: at.start, end: at.end });
+        refresh = this.refreshPolicy(at.start);
+        continue;
+      }
+      break;
+    }
+    this.expectWord('AS', comment || refresh ? 'AS <select>' : "COMMENT '…', REFRESH … or AS <select>");
+    const first = this.peek();
+    const from = this.i;
+    let depth = 0;
+    while (this.peek() && !(depth === 0 && this.isOperator(';'))) {
+      const t = this.next()!;
+      if (t.kind === 'operator' && t.text === '(') depth++;
+      if (t.kind === 'operator' && t.text === ')') depth--;
+    }
+    if (!first || this.i === from) this.expected('a SELECT after AS');
+    const last = this.tokens[this.i - 1];
+    const select = { value: this.sql.slice(first.start, last.end), start: first.start, end: last.end };
+    return { kind: 'create_materialized_view', orReplace, name, comment, refresh, select, span: this.spanFrom(start) };
+  }
+
+  /** After REFRESH: EVERY <interval> | ON COMMIT | MANUAL. */
+  private refreshPolicy(start: number): Located<RefreshPolicy> {
+    if (this.acceptWord('MANUAL')) return { value: { mode: 'manual' }, start, end: this.tokens[this.i - 1].end };
+    if (this.acceptWord('ON')) {
+      const end = this.expectWord('COMMIT', 'COMMIT after REFRESH ON').end;
+      return { value: { mode: 'on_commit' }, start, end };
+    }
+    if (this.acceptWord('EVERY')) {
+      const interval = readInterval({
+        peek: (offset) => this.peek(offset),
+        next: () => this.next(),
+        decodeString: (t) => this.decodeString(t),
+        fail: (code, message, span) => this.fail(code, message, span),
+      });
+      if (interval.value < 1_000 || interval.value > 366 * 86_400_000) this.fail('INVALID_INTERVAL', 'A refresh interval is between 1 second and 366 days', interval);
+      return { value: { mode: 'every', everyMs: interval.value }, start, end: interval.end };
+    }
+    this.expected('EVERY <interval>, ON COMMIT or MANUAL after REFRESH');
+  }
+
+  private refreshMaterializedView(): RefreshMaterializedView {
+    const start = this.expectWord('REFRESH').start;
+    this.expectWord('MATERIALIZED');
+    this.expectWord('VIEW');
+    const name = this.datasetName();
+    return { kind: 'refresh_materialized_view', name, span: this.spanFrom(start) };
+  }
+
+  private dropMaterializedView(): DropMaterializedView {
+    const start = this.expectWord('DROP').start;
+    this.expectWord('MATERIALIZED');
+    this.expectWord('VIEW');
+    let ifExists = false;
+    if (this.acceptWord('IF')) {
+      this.expectWord('EXISTS', 'EXISTS after IF');
+      ifExists = true;
+    }
+    const name = this.datasetName();
+    return { kind: 'drop_materialized_view', ifExists, name, span: this.spanFrom(start) };
   }
 
   // ── DROP / UNDROP / ALTER DATASET ──

@@ -158,7 +158,7 @@ describe('CREATE VIEW and reading it (invoker\'s rights)', () => {
 
   it('OR REPLACE replaces a view (never a table); CREATE without it refuses an existing name', async () => {
     await refused(alice, 'CREATE VIEW sales.reports.w AS SELECT 1 AS x', 409, 'ALREADY_EXISTS', 'sales.reports.w');
-    const table = await refused(alice, 'CREATE OR REPLACE VIEW sales.orders.daily AS SELECT 1 AS x', 409, 'DATASET_KIND_MISMATCH', 'sales.orders.daily');
+    const table = await refused(alice, 'CREATE OR REPLACE VIEW sales.orders.daily AS SELECT 1 AS x', 409, 'WRONG_OBJECT_KIND', 'sales.orders.daily');
     expect(table.detail).toContain('is a table');
     await ok(alice, "COMMENT ON COLUMN sales.reports.w.answer IS 'The answer'");
     expect(await ok(alice, 'CREATE OR REPLACE VIEW sales.reports.w AS SELECT 43 AS answer, 1 AS one')).toBe('View sales.reports.w replaced (2 columns; reads no dataset)');
@@ -215,7 +215,7 @@ describe('DROP VIEW', () => {
     expect(await dataset({ workspace: 'sales', collection: 'reports', dataset: 'gone' })).toBeUndefined();
     expect(await ok(alice, 'DROP VIEW IF EXISTS sales.reports.gone')).toBe('View sales.reports.gone does not exist; nothing dropped');
     await refused(alice, 'DROP VIEW sales.reports.gone', 404, 'DATASET_NOT_FOUND', 'sales.reports.gone');
-    const table = await refused(alice, 'DROP VIEW sales.orders.daily', 409, 'DATASET_KIND_MISMATCH', 'sales.orders.daily');
+    const table = await refused(alice, 'DROP VIEW sales.orders.daily', 409, 'WRONG_OBJECT_KIND', 'sales.orders.daily');
     expect(table.detail).toContain('DROP DATASET');
     await refused(alice, 'DROP VIEW IF sales.reports.gone', 400, 'SYNTAX_ERROR', 'sales');
   });
@@ -248,7 +248,7 @@ describe('COMMENT ON and ALTER DATASET … SORTED BY', () => {
   });
 
   it('refuses what cannot be commented, with positions', async () => {
-    await refused(alice, "COMMENT ON VIEW sales.orders.daily IS 'x'", 409, 'DATASET_KIND_MISMATCH', 'VIEW');
+    await refused(alice, "COMMENT ON VIEW sales.orders.daily IS 'x'", 409, 'WRONG_OBJECT_KIND', 'VIEW');
     await refused(alice, "COMMENT ON COLUMN sales.orders.daily.nosuch IS 'x'", 400, 'COLUMN_NOT_FOUND', 'nosuch');
     await refused(alice, "COMMENT ON COLUMN sales.orders.daily IS 'x'", 400, 'SYNTAX_ERROR', 'IS');
     await refused(alice, 'COMMENT ON DATASET sales.orders.daily IS 42', 400, 'SYNTAX_ERROR', '42');
@@ -266,7 +266,7 @@ describe('COMMENT ON and ALTER DATASET … SORTED BY', () => {
     await refused(alice, 'ALTER DATASET sales.orders.daily SET SORTED BY id', 400, 'SYNTAX_ERROR', 'id');
     await refused(alice, 'ALTER DATASET sales.orders.daily SET SORTED BY (id', 400, 'SYNTAX_ERROR');
     await refused(alice, 'ALTER DATASET sales.orders.daily SHUFFLE', 400, 'SYNTAX_ERROR', 'SHUFFLE');
-    await refused(alice, 'ALTER DATASET sales.reports.big SET SORTED BY (id)', 409, 'DATASET_KIND_MISMATCH', 'sales.reports.big');
+    await refused(alice, 'ALTER DATASET sales.reports.big SET SORTED BY (id)', 409, 'WRONG_OBJECT_KIND', 'sales.reports.big');
     await refused(rob, 'ALTER DATASET sales.orders.daily UNSET SORTED BY', 403, 'PERMISSION_DENIED', 'sales.orders.daily');
     await ok(alice, 'ALTER DATASET sales.orders.daily UNSET SORTED BY');
     expect((await dataset(daily))!.properties.sort_order).toBeUndefined();

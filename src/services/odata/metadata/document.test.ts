@@ -8,7 +8,7 @@ const SET = 'sales__raw__orders';
 /** A version where every annotation applies. */
 function richVersion() {
   const ds = dataset({
-    kind: 'view',
+    kind: 'materialized_view',
     description: 'Orders, one row per order line',
     properties: {
       llm_described: true,
@@ -124,9 +124,9 @@ describe('buildMetadataDocument', () => {
   });
 
   it('gives a materialized view its refresh time even without a definition property', () => {
-    const v = version({ dataset: dataset({ kind: 'view' }) });
+    const v = version({ dataset: dataset({ kind: 'materialized_view' }) });
     expect(readEdmx(buildMetadataDocument([v])).sets[SET].annotations.MaterializedView).toEqual({ LastRefreshed: '2024-05-01T12:00:00.000Z' });
-    expect(readEdmx(buildMetadataDocument([version({ dataset: dataset({ kind: 'view' }), snapshot: null })])).sets[SET].annotations.MaterializedView).toBeUndefined();
+    expect(readEdmx(buildMetadataDocument([version({ dataset: dataset({ kind: 'materialized_view' }), snapshot: null })])).sets[SET].annotations.MaterializedView).toBeUndefined();
   });
 
   it('escapes hostile text and keeps it intact', async () => {

@@ -25,10 +25,11 @@ describe('dataset properties', () => {
     expect(llmDescribed({ llm_described: 'true' })).toBeUndefined();
   });
 
-  it('reads materialized_view for views only, keeping well-formed fields', () => {
+  it('reads materialized_view for materialized views only, keeping well-formed fields', () => {
     const properties = { materialized_view: { definition: 'SELECT 1', refresh: '', sources: ['a.b.c', 4] } };
-    expect(materializedView({ kind: 'view', properties })).toEqual({ definition: 'SELECT 1', refresh: undefined, sources: ['a.b.c'] });
-    expect(materializedView({ kind: 'view', properties: { materialized_view: 'SELECT 1' } })).toEqual({ definition: undefined, refresh: undefined, sources: [] });
+    expect(materializedView({ kind: 'materialized_view', properties })).toEqual({ definition: 'SELECT 1', refresh: undefined, sources: ['a.b.c'] });
+    expect(materializedView({ kind: 'materialized_view', properties: { materialized_view: 'SELECT 1' } })).toEqual({ definition: undefined, refresh: undefined, sources: [] });
     expect(materializedView({ kind: 'table', properties })).toBeUndefined();
+    expect(materializedView({ kind: 'view', properties })).toBeUndefined();
   });
 });

@@ -67,9 +67,9 @@ export interface MaterializedView {
   sources: string[];
 }
 
-/** `properties.materialized_view`: `{definition?: SQL, refresh?: string, sources?: string[]}`, for kind 'view' only. */
+/** `properties.materialized_view`: `{definition?: SQL, refresh?: string, sources?: string[]}`, for kind 'materialized_view' only (written by CREATE MATERIALIZED VIEW). */
 export function materializedView(dataset: Pick<Dataset, 'kind' | 'properties'>): MaterializedView | undefined {
-  if (dataset.kind !== 'view') return undefined;
+  if (dataset.kind !== 'materialized_view') return undefined;
   const raw = dataset.properties.materialized_view;
   const view = typeof raw === 'object' && raw !== null && !Array.isArray(raw) ? (raw as Record<string, unknown>) : {};
   const text = (value: unknown) => (typeof value === 'string' && value.trim() !== '' ? value : undefined);

@@ -27,7 +27,7 @@ function wideDocument(): string {
     tags: [tag('v1'), tag('v2')],
   });
   const view = version({
-    dataset: dataset({ workspace: '9lives', kind: 'view', properties: { materialized_view: { definition: 'SELECT 1', refresh: 'hourly', sources: ['a.b.c', 'd.e.f'] } } }),
+    dataset: dataset({ workspace: '9lives', kind: 'materialized_view', properties: { materialized_view: { definition: 'SELECT 1', refresh: 'hourly', sources: ['a.b.c', 'd.e.f'] } } }),
     policies: ['9lives.*'],
   });
   return buildMetadataDocument([table, view]);

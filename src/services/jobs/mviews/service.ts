@@ -1,0 +1,106 @@
+import type { Catalog } from '../../../core/catalog/index.ts';
+import { newId } from '../../../core/crypto/index.ts';
+import type { PermissionPair } from '../../../core/db/index.ts';
+import { silentLogger, type Logger } from '../../../core/logger.ts';
+import type { JobRow } from '../repo.ts';
+import type { MaterializedViewRepo, RefreshTrigger } from './repo.ts';
+
+export interface MaterializedViewsDeps {
+  views: MaterializedViewRepo;
+  catalog: Catalog;
+  /** A refresh job's time limit. */
+  timeoutMs: number;
+  /** Wakes this process's worker pool (a refresh was queued). */
+  notify(): void;
+  log?: Logger;
+}
+
+/** Who a refresh job belongs to: its owner may poll it; the refresh itself always runs with the view owner's grants. */
+export interface RefreshRequester {
+  identity: string;
+  permissions: PermissionPair[];
+}
+
+/** How often the scheduler looks for REFRESH EVERY views that are due. */
+export const DEFAULT_SCHEDULER_TICK_MS = 1_000;
+
+/**
+ * Queues refreshes of materialized views: on request (CREATE, REFRESH), by schedule (REFRESH EVERY:
+ * a tick claims due views by compare-and-set, so with several serve and worker processes each due
+ * refresh is queued once), and after a commit to a source (REFRESH ON COMMIT). At most one refresh
+ * of a view is queued or running at any time (the jobs table's partial unique index): asking again
+ * returns the one in progress.
+ */
+export class MaterializedViews {
+  private timer: NodeJS.Timeout | undefined;
+  private ticking = false;
+  private readonly log: Logger;
+
+  constructor(private readonly deps: MaterializedViewsDeps) {
+    this.log = deps.log ?? silentLogger;
+  }
+
+  get repo(): MaterializedViewRepo {
+    return this.deps.views;
+  }
+
+  async enqueue(datasetId: string, label: string, trigger: RefreshTrigger, by: RefreshRequester): Promise<{ job: JobRow; created: boolean }> {
+    const queued = await this.deps.views.enqueueRefresh({
+      execution_id: newId('job'),
+      owner: by.identity,
+      sql_text: `REFRESH MATERIALIZED VIEW ${label}`,
+      parameters: {},
+      client_info: JSON.stringify({ refresh: trigger }),
+      permissions: JSON.stringify(by.permissions),
+      timeout_ms: this.deps.timeoutMs,
+      refresh_of: datasetId,
+    });
+    if (queued.created) this.deps.notify();
+    return queued;
+  }
+
+  /** Queues the refresh of every REFRESH EVERY view that is due; returns how many were queued. */
+  async tick(): Promise<number> {
+    if (this.ticking) return 0;
+    this.ticking = true;
+    try {
+      let queued = 0;
+      for (const view of await this.deps.views.claimDue()) {
+        const dataset = await this.deps.catalog.findDataset(view.dataset_id);
+        if (!dataset) continue;
+        const { created } = await this.enqueue(view.dataset_id, `${dataset.workspace}.${dataset.collection}.${dataset.name}`, 'schedule', { identity: view.owner, permissions: view.owner_permissions });
+        if (created) queued++;
+      }
+      return queued;
+    } finally {
+      this.ticking = false;
+    }
+  }
+
+  /** A snapshot was committed to `datasetId`: queue the refresh of the REFRESH ON COMMIT views that read it. */
+  async committed(datasetId: string): Promise<void> {
+    for (const view of await this.deps.views.dependents(datasetId)) {
+      const dataset = await this.deps.catalog.findDataset(view.dataset_id);
+      if (!dataset) continue;
+      await this.enqueue(view.dataset_id, `${dataset.workspace}.${dataset.collection}.${dataset.name}`, 'on commit', { identity: view.owner, permissions: view.owner_permissions });
+    }
+  }
+
+  /** As committed(), for a caller that must not wait or fail (an upload's commit): failures go to the log. */
+  committedInBackground(datasetId: string): void {
+    void this.committed(datasetId).catch((error: unknown) => this.log.error({ err: error, dataset_id: datasetId }, 'could not queue the ON COMMIT refreshes of views over a dataset'));
+  }
+
+  start(tickMs = DEFAULT_SCHEDULER_TICK_MS): void {
+    if (this.timer) return;
+    this.timer = setInterval(() => {
+      void this.tick().catch((error: unknown) => this.log.warn({ err: error }, 'materialized view scheduler tick failed; the next one tries again'));
+    }, tickMs);
+    this.timer.unref();
+  }
+
+  stop(): void {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = undefined;
+  }
+}
