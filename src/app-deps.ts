@@ -37,6 +37,7 @@ export async function createAppDeps(config: Config, provided: ProvidedDeps, log:
     idpTimeoutSeconds: config.idpTimeoutSeconds,
     analyzer: provided.analyzer ?? (await SqlAnalyzer.create()),
     dns: { servers: config.dnsServers, timeoutMs: config.dnsTimeoutMs, tries: config.dnsTries },
+    compaction: { ...config.compaction },
     jobs: {
       timeoutMs: config.jobTimeoutSeconds * 1000,
       workers: config.jobWorkers,

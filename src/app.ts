@@ -17,7 +17,7 @@ import { catalogNamespaces, createAccountsService, dnsTxtResolver, openAccountRe
 import { createAuthService, type AuthService } from './services/auth/index.ts';
 import { createPolicyService, PolicyStore, type PolicyService } from './services/policy/index.ts';
 import { createJobsService, type ExternalReadOptions, type JobsService, type ResultPolicy, type WorkerPool } from './services/jobs/index.ts';
-import { createUploadService, type UploadService } from './services/upload/index.ts';
+import { createUploadService, type Compactor, type CompactionSettings, type UploadService } from './services/upload/index.ts';
 import { createODataService } from './services/odata/index.ts';
 
 export interface AppDeps {
@@ -48,6 +48,8 @@ export interface AppDeps {
   idpTimeoutSeconds?: number;
   /** The sign-in policy (tests); default: the accounts module's, else everything allowed. */
   signInPolicy?: SignInPolicy;
+  /** Compaction thresholds (LAKEPORT_COMPACTION_*, docs/compaction.md); absent: the defaults, automatic on. */
+  compaction?: CompactionSettings;
   jobs: {
     timeoutMs: number;
     workers: number;
@@ -91,6 +93,7 @@ export interface LakeportServices {
   workspaces: WorkspaceService;
   domains: DomainService;
   uploads: UploadService;
+  compactor: Compactor;
   jobs: JobsService;
   workers: WorkerPool;
 }
@@ -135,6 +138,8 @@ export async function buildApp(deps: AppDeps, options: AppOptions = {}): Promise
   await app.register(services.auth.rootWellKnown);
   for (const api of modules.flatMap((m) => m.apis)) await mountApi(app, api);
   app.decorate('lakeport', services);
+  // Pending automatic compactions end with the app, whether or not it runs workers.
+  app.addHook('onClose', () => services.compactor.stop());
 
   if (options.workers) {
     app.addHook('onReady', async () => {
@@ -248,6 +253,7 @@ async function createServices(deps: AppDeps, log: FastifyBaseLogger) {
     verifier: auth.verifier,
     scratchDir: deps.scratchDir,
     log: log.child({ module: 'upload' }),
+    compaction: deps.compaction,
   });
   const jobs = createJobsService({
     db: deps.db,
@@ -271,6 +277,7 @@ async function createServices(deps: AppDeps, log: FastifyBaseLogger) {
       policies: policy.policies.planner,
       workspaces: accounts.directory,
       sealer: deps.sealer,
+      compactor: upload.compactor,
     },
   });
   const odata = createODataService({
@@ -296,6 +303,7 @@ async function createServices(deps: AppDeps, log: FastifyBaseLogger) {
     workspaces: accountService.workspaces,
     domains: accountService.domains,
     uploads: upload.uploads,
+    compactor: upload.compactor,
     jobs: jobs.jobs,
     workers: jobs.pool,
   };

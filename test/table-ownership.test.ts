@@ -56,6 +56,7 @@ const OWNERS: Record<string, string> = {
   catalog_snapshots: CATALOG,
   catalog_data_files: CATALOG,
   catalog_tags: CATALOG,
+  catalog_maintenance_leases: CATALOG,
   upload_contracts: UPLOAD,
   upload_writes: UPLOAD,
   upload_write_parts: UPLOAD,

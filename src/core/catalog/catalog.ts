@@ -5,6 +5,7 @@ import { appError } from '../errors/index.ts';
 import { commitSnapshotIn } from './commit.ts';
 import { checkDescription, checkKind, checkProperties, mergeDatasetProperties, normalizeColumns } from './definition.ts';
 import { guarded, mergeProperties, type NamespaceGuards, type NamespacePropertiesPatch } from './guards.ts';
+import { datasetsWithSmallFiles, releaseLease, renewLease, takeLease } from './maintenance.ts';
 import { formatRef, normalizeName, normalizeRef, normalizeTagName, type DatasetRef } from './names.ts';
 import {
   datasetLabel,
@@ -305,6 +306,27 @@ export class Catalog {
       .orderBy('added.sequence')
       .orderBy('f.path')
       .execute();
+  }
+
+  // ── maintenance (docs/compaction.md) ──────────────────────────────────────
+
+  /** Takes the dataset's maintenance lease (one compaction at a time across processes); false when another holds it. */
+  async takeMaintenanceLease(datasetId: string, holder: string, ttlMs: number): Promise<boolean> {
+    return takeLease(this.db.kysely, datasetId, holder, ttlMs);
+  }
+
+  /** False when the lease was lost (it expired and another process took it). */
+  async renewMaintenanceLease(datasetId: string, holder: string, ttlMs: number): Promise<boolean> {
+    return renewLease(this.db.kysely, datasetId, holder, ttlMs);
+  }
+
+  async releaseMaintenanceLease(datasetId: string, holder: string): Promise<void> {
+    await releaseLease(this.db.kysely, datasetId, holder);
+  }
+
+  /** Datasets whose current snapshot has at least `minFiles` files smaller than `smallBytes`. */
+  async datasetsWithSmallFiles(options: { smallBytes: number; minFiles: number; limit: number }) {
+    return datasetsWithSmallFiles(this.db.kysely, options);
   }
 
   // ── tags ────────────────────────────────────────────────────────────────────

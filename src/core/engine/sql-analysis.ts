@@ -62,7 +62,7 @@ export interface FunctionArg {
   itemPositions?: (number | undefined)[];
 }
 
-export type LakeportStatement = 'create_secret' | 'grant' | 'revoke' | 'alter_workspace';
+export type LakeportStatement = 'create_secret' | 'grant' | 'revoke' | 'alter_workspace' | 'alter_dataset';
 
 export type RefusalCode =
   | 'EMPTY_STATEMENT'
@@ -360,6 +360,7 @@ function lakeportStatement(tokens: SqlToken[]): LakeportStatement | undefined {
   if (first === 'GRANT') return 'grant';
   if (first === 'REVOKE') return 'revoke';
   if (first === 'ALTER' && upperWord(tokens[1]) === 'WORKSPACE') return 'alter_workspace';
+  if (first === 'ALTER' && upperWord(tokens[1]) === 'DATASET') return 'alter_dataset';
   if (first === 'CREATE') {
     let i = 1;
     if (upperWord(tokens[i]) === 'OR' && upperWord(tokens[i + 1]) === 'REPLACE') i += 2;

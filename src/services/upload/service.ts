@@ -72,6 +72,8 @@ export interface UploadDeps {
   scratchDir: string;
   limits?: Partial<UploadLimits>;
   log: Logger;
+  /** Told of every committed snapshot's dataset (automatic compaction, docs/compaction.md). */
+  onCommitted?: (datasetId: string) => void;
 }
 
 export interface Sample {
@@ -578,6 +580,7 @@ export class UploadService {
     // lock in the same transaction, so a reader sees the old snapshot or the new one, never a mix.
     const replace = row.commit_mode === 'replace' && row.dataset_id !== null;
     let response: CommitResult | undefined;
+    let committedDataset: string | undefined;
     try {
       await this.deps.catalog.commitWith(
         {
@@ -603,6 +606,7 @@ export class UploadService {
             }
           },
           within: async (trx, snapshot) => {
+            committedDataset = snapshot.dataset_id;
             response = commitResponse(row, snapshot, rowsWritten, writes);
             await this.deps.repo.markCommitted(trx, contractId, snapshot.snapshot_id, rowsWritten, idempotencyKey ? { owner: caller.identity, key: idempotencyKey, response } : undefined);
           },
@@ -615,6 +619,7 @@ export class UploadService {
       }
       throw error;
     }
+    if (committedDataset) this.deps.onCommitted?.(committedDataset);
     return response!;
   }
 

@@ -109,6 +109,14 @@ export interface CatalogTagsTable {
   created_at: DefaultTimestamp;
 }
 
+/** A compaction under way: at most one holder per dataset (migration 0021). */
+export interface CatalogMaintenanceLeasesTable {
+  dataset_id: string;
+  holder: string;
+  acquired_at: DefaultTimestamp;
+  expires_at: Date;
+}
+
 export interface CatalogTables {
   catalog_namespaces: CatalogNamespacesTable;
   catalog_collections: CatalogCollectionsTable;
@@ -116,4 +124,5 @@ export interface CatalogTables {
   catalog_snapshots: CatalogSnapshotsTable;
   catalog_data_files: CatalogDataFilesTable;
   catalog_tags: CatalogTagsTable;
+  catalog_maintenance_leases: CatalogMaintenanceLeasesTable;
 }

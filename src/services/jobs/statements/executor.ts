@@ -5,7 +5,8 @@ import type { PolicyChange, PolicyPlanner, PolicyRow } from '../../policy/index.
 import type { ParamValue } from '../types.ts';
 import { AppError, isAppError, type ErrorCode } from '../../../core/errors/index.ts';
 import { StatementError, statementError, type Span } from './errors.ts';
-import type { AlterWorkspace, CreateSecret, CreateTag, DropTag, GrantStatement, LakeportStatement } from './parser.ts';
+import type { Compactor } from '../../upload/index.ts';
+import type { AlterDatasetCompact, AlterWorkspace, CreateSecret, CreateTag, DropTag, GrantStatement, LakeportStatement } from './parser.ts';
 import type { SecretStore } from './secret-store.ts';
 import { checkSecretShape, checkSecretValues, type HostResolver } from './secret-types.ts';
 
@@ -16,6 +17,8 @@ export interface ExecutorDeps {
   workspaces: WorkspaceDirectory;
   secrets: SecretStore;
   resolveHost: HostResolver;
+  /** ALTER DATASET … COMPACT runs through the upload module's compactor (absent: the statement is not available). */
+  compactor?: Compactor;
 }
 
 /** What a statement did (or, checked without running, would do): the one-row result of its job. */
@@ -49,6 +52,8 @@ export class StatementExecutor {
         return this.dropTag(caller, statement, options.dryRun);
       case 'alter_workspace':
         return this.alterWorkspace(caller, statement, options.dryRun);
+      case 'alter_dataset_compact':
+        return this.alterDatasetCompact(caller, statement, options.dryRun);
     }
   }
 
@@ -199,7 +204,7 @@ export class StatementExecutor {
   // ── tags ──
 
   /** The dataset, for a caller who may write it: unreadable ones look missing, readable-only ones are 403. */
-  private async writableDataset(caller: Principal, s: CreateTag | DropTag): Promise<Dataset> {
+  private async writableDataset(caller: Principal, s: { dataset: CreateTag['dataset'] }): Promise<Dataset> {
     const ref = s.dataset.value;
     const label = `${ref.workspace}.${ref.collection}.${ref.dataset}`;
     const resource: Resource = { workspace: ref.workspace, collection: ref.collection, dataset: ref.dataset };
@@ -272,6 +277,31 @@ export class StatementExecutor {
     if (dryRun) return { message: `Would set deletion_protection of workspace ${workspace} ${state}` };
     await this.at(s.span, () => this.deps.catalog.setNamespaceProperties(workspace, { deletion_protection: s.value.value }));
     return { message: `Workspace ${workspace}: deletion_protection is ${state} (${effect})` };
+  }
+
+  // ── ALTER DATASET … COMPACT ──
+
+  /**
+   * Rewrites the small files of the dataset's current snapshot as a maintenance snapshot (same rows,
+   * same order). Needs writer on the dataset, like any commit to it; the dry run says what it would do.
+   */
+  private async alterDatasetCompact(caller: Principal, s: AlterDatasetCompact, dryRun: boolean): Promise<StatementOutcome> {
+    const { compactor } = this.deps;
+    if (!compactor) throw statementError('STATEMENT_NOT_SUPPORTED', 'ALTER DATASET … COMPACT is not available in this process', s.action);
+    const dataset = await this.writableDataset(caller, s);
+    const label = `${dataset.workspace}.${dataset.collection}.${dataset.name}`;
+    if (dryRun) {
+      const plan = await compactor.planOf(dataset);
+      const run = plan.files.length - plan.from;
+      if (run < 2) return { message: `Nothing to compact in ${label}: ${plan.files.length} file(s), none to merge` };
+      return { message: `Would compact ${label}: ${run} of its ${plan.files.length} files into ${plan.outputs}` };
+    }
+    const r = await this.at(s.action, () => compactor.compact(dataset.dataset_id, caller.identity));
+    if (r.status === 'nothing_to_compact') return { message: `Nothing to compact in ${label}: ${r.filesBefore} file(s), none to merge` };
+    const folded = r.foldedCommits > 0 ? `, with ${r.foldedCommits} commit(s) that landed meanwhile` : '';
+    return {
+      message: `Compacted ${label}: ${r.filesBefore} files before, ${r.filesAfter} after (${r.filesRewritten} rewritten into ${r.filesWritten}, ${r.rows} rows${folded}); maintenance snapshot ${r.snapshotId}`,
+    };
   }
 }
 

@@ -8,6 +8,7 @@ import type { BlobStore } from '../../../core/storage/index.ts';
 import type { Logger } from '../../../core/logger.ts';
 import type { WorkspaceDirectory } from '../../accounts/index.ts';
 import type { PolicyPlanner } from '../../policy/index.ts';
+import type { Compactor } from '../../upload/index.ts';
 import type { JobRepo, JobRow } from '../repo.ts';
 import type { ParamValue } from '../types.ts';
 import { placeOf, StatementError, toHttpError } from './errors.ts';
@@ -29,6 +30,8 @@ export interface StatementOptions {
   sealer: Sealer;
   /** How http_endpoint host names are resolved (tests pass their own). */
   resolveHost?: HostResolver;
+  /** ALTER DATASET … COMPACT (the upload module's compactor). */
+  compactor?: Compactor;
 }
 
 export interface StatementDeps extends StatementOptions {
@@ -44,8 +47,9 @@ export interface StatementDeps extends StatementOptions {
 const RESULT_COLUMNS = [{ name: 'status', type: 'VARCHAR' }];
 
 /**
- * Lakeport's own statements (CREATE SECRET, GRANT, REVOKE, CREATE/DROP TAG, ALTER WORKSPACE) as the
- * job service runs them: they change metadata only, so they run inside the submit request. Success is
+ * Lakeport's own statements (CREATE SECRET, GRANT, REVOKE, CREATE/DROP TAG, ALTER WORKSPACE, ALTER
+ * DATASET … COMPACT) as the job service runs them, inside the submit request: all but COMPACT change
+ * metadata only, and COMPACT rewrites only the small files (seconds for thousands of them). Success is
  * a job that is already `succeeded`, with a one-row result (`status`: what was done); an error is an
  * HTTP error of the submit and leaves no job behind.
  *
@@ -65,6 +69,7 @@ export class LakeportStatements {
       workspaces: deps.workspaces,
       secrets: this.secrets,
       resolveHost: deps.resolveHost ?? systemResolver,
+      compactor: deps.compactor,
     });
   }
 

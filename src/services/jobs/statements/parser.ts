@@ -16,6 +16,7 @@ import { statementError, type Span } from './errors.ts';
  *   CREATE TAG <tag> ON <ws>.<coll>.<ds> [AT (VERSION => <snapshot_id> | '<tag>')]
  *   DROP TAG [IF EXISTS] <tag> ON <ws>.<coll>.<ds>
  *   ALTER WORKSPACE <name> SET deletion_protection {TO | =} {ON | OFF | TRUE | FALSE}
+ *   ALTER DATASET <ws>.<coll>.<ds> COMPACT
  *
  * Keywords are case-insensitive. Names are bare words or "quoted identifiers" and are lowercased
  * either way (Lakeport's names are); a principal keeps the case of a quoted identifier or a
@@ -92,8 +93,18 @@ export interface AlterWorkspace {
   span: Span;
 }
 
-export type LakeportStatement = CreateSecret | GrantStatement | CreateTag | DropTag | AlterWorkspace;
-export type StatementKind = LakeportStatement['kind'] | 'alter_secret';
+/** ALTER DATASET … COMPACT (docs/compaction.md): rewrite the small files of the current snapshot. */
+export interface AlterDatasetCompact {
+  kind: 'alter_dataset_compact';
+  dataset: Located<DatasetName>;
+  /** The COMPACT keyword. */
+  action: Span;
+  span: Span;
+}
+
+export type LakeportStatement = CreateSecret | GrantStatement | CreateTag | DropTag | AlterWorkspace | AlterDatasetCompact;
+/** `alter_dataset`: ALTER DATASET <name> <action>, whose kind its action decides (alterDataset()). */
+export type StatementKind = LakeportStatement['kind'] | 'alter_secret' | 'alter_dataset';
 
 /** Secret names: letters, digits and underscores, not starting with a digit. */
 export const SECRET_NAME_REGEX = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
@@ -113,6 +124,7 @@ function kindAt(tokens: SqlToken[], i: number): StatementKind | undefined {
       return 'revoke';
     case 'ALTER':
       if (w(1) === 'WORKSPACE') return 'alter_workspace';
+      if (w(1) === 'DATASET') return 'alter_dataset';
       if (w(1) === 'SECRET' || (SECRET_MODIFIERS.has(w(1) ?? '') && w(2) === 'SECRET')) return 'alter_secret';
       return undefined;
     case 'DROP':
@@ -370,6 +382,9 @@ class Parser {
       case 'alter_workspace':
         statement = this.alterWorkspace();
         break;
+      case 'alter_dataset':
+        statement = this.alterDataset();
+        break;
       case 'alter_secret':
         this.fail(
           'STATEMENT_NOT_SUPPORTED',
@@ -396,7 +411,7 @@ class Parser {
             lookalike,
           );
         }
-        this.fail('SYNTAX_ERROR', 'Not a Lakeport statement: expected CREATE SECRET, GRANT, REVOKE, CREATE TAG, DROP TAG or ALTER WORKSPACE', { start: first.start, end: first.end });
+        this.fail('SYNTAX_ERROR', 'Not a Lakeport statement: expected CREATE SECRET, GRANT, REVOKE, CREATE TAG, DROP TAG, ALTER WORKSPACE or ALTER DATASET', { start: first.start, end: first.end });
       }
     }
     this.end();
@@ -787,7 +802,30 @@ class Parser {
       span: this.spanFrom(start),
     };
   }
+
+  // ── ALTER DATASET ──
+
+  /** ALTER DATASET <ws>.<coll>.<ds> <action>: reads the name, then the action's own method. */
+  private alterDataset(): LakeportStatement {
+    const start = this.expectWord('ALTER').start;
+    this.expectWord('DATASET');
+    const dataset = this.datasetName();
+    const action = this.peek();
+    switch (upper(action)) {
+      case 'COMPACT':
+        return this.alterDatasetCompact(start, dataset);
+      default:
+        this.expected('an ALTER DATASET action (COMPACT)');
+    }
+  }
+
+  private alterDatasetCompact(start: number, dataset: Located<DatasetName>): AlterDatasetCompact {
+    const keyword = this.expectWord('COMPACT');
+    return { kind: 'alter_dataset_compact', dataset, action: { start: keyword.start, end: keyword.end }, span: this.spanFrom(start) };
+  }
 }
+
+// (ALTER DATASET is below ALTER WORKSPACE, inside the class.)
 
 // ── history text ──
 
