@@ -109,7 +109,8 @@ function snapshotAmounts(operation: SnapshotOperation, parent: Snapshot | undefi
   return { rows_added: added.rows, rows_removed: removed.rows, total_records, total_size, changed_rows };
 }
 
-async function insertFiles(trx: Executor, datasetId: string, snapshotId: number, files: DataFileInput[]): Promise<void> {
+async function insertFiles(trx: Executor, datasetId: string, snapshotId: number, files: DataFileInput[]): Promise<Map<string, string>> {
+  const ids = new Map<string, string>();
   for (let i = 0; i < files.length; i += INSERT_BATCH) {
     const rows = files.slice(i, i + INSERT_BATCH).map((file) => ({
       file_id: newId('file'),
@@ -121,7 +122,24 @@ async function insertFiles(trx: Executor, datasetId: string, snapshotId: number,
       column_stats: JSON.stringify(file.column_stats ?? {}),
       added_in_snapshot: snapshotId,
     }));
+    for (const row of rows) ids.set(row.path, row.file_id);
     await trx.insertInto('catalog_data_files').values(rows).execute();
+  }
+  return ids;
+}
+
+/** Maintenance: each removed file a rewrite replaced names the added file that holds its rows now. */
+async function markReplaced(trx: Executor, input: CommitInput, leaving: string[], added: Map<string, string>): Promise<void> {
+  if (!input.replaces) return;
+  if (input.operation !== 'maintenance') throw invalidCommit('Only a maintenance commit replaces files');
+  const removed = new Set(leaving);
+  for (const [path, replaced] of Object.entries(input.replaces)) {
+    const output = added.get(path);
+    if (!output) throw invalidCommit(`File ${path} replaces files but is not added by the commit`);
+    if (replaced.some((id) => !removed.has(id))) throw invalidCommit(`File ${path} replaces files the commit does not remove`);
+    for (let i = 0; i < replaced.length; i += INSERT_BATCH) {
+      await trx.updateTable('catalog_data_files').set({ replaced_by: output }).where('file_id', 'in', replaced.slice(i, i + INSERT_BATCH)).execute();
+    }
   }
 }
 
@@ -163,8 +181,9 @@ export async function commitSnapshotIn(trx: Executor, input: CommitInput): Promi
     })
     .returningAll()
     .executeTakeFirstOrThrow();
-  await insertFiles(trx, dataset.dataset_id, snapshot.snapshot_id, input.addFiles);
+  const added = await insertFiles(trx, dataset.dataset_id, snapshot.snapshot_id, input.addFiles);
   await markRemoved(trx, snapshot.snapshot_id, leaving.ids);
+  await markReplaced(trx, input, leaving.ids, added);
   await trx.updateTable('catalog_datasets').set({ current_snapshot_id: snapshot.snapshot_id }).where('dataset_id', '=', dataset.dataset_id).execute();
   return snapshot;
 }

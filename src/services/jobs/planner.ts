@@ -260,11 +260,14 @@ export class QueryPlanner {
     };
   }
 
-  /** The blob keys of a snapshot's data files: a committed snapshot never changes, so they are read once and kept. */
+  /**
+   * The blob keys of a snapshot's data files (compacted runs read as their compacted file, Catalog.readFiles):
+   * a committed snapshot's rows never change, so they are read once and kept.
+   */
   private async snapshotFiles(snapshotId: number): Promise<string[]> {
     let keys = this.filesOf.get(snapshotId);
     if (!keys) {
-      keys = (await this.catalog.snapshotFiles(snapshotId)).map((f) => f.path);
+      keys = (await this.catalog.readFiles(snapshotId)).map((f) => f.path);
       this.filesOf.set(snapshotId, keys);
     }
     return keys;

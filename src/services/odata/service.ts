@@ -164,7 +164,8 @@ export class ODataService {
   private async filesOf(snapshot: Snapshot): Promise<DataFile[]> {
     let files = this.snapshotFiles.get(snapshot.snapshot_id);
     if (!files) {
-      files = await this.deps.catalog.snapshotFiles(snapshot.snapshot_id);
+      // Compacted runs read as their compacted file: the same rows in the same order (Catalog.readFiles).
+      files = await this.deps.catalog.readFiles(snapshot.snapshot_id);
       this.snapshotFiles.set(snapshot.snapshot_id, files);
     }
     return files;

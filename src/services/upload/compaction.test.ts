@@ -82,13 +82,19 @@ describe('ALTER DATASET … COMPACT', () => {
 
     const message = await statement(wendy, 'alter dataset sales.orders.daily compact;');
     const after = await catalog.getDataset(ref('daily'));
-    expect(message).toBe(`Compacted sales.orders.daily: 40 files before, 1 after (40 rewritten into 1, 40 rows); maintenance snapshot ${after.current_snapshot_id}`);
+    // Two outputs: the rows of the previous version, and the last commit's (so @previous reads one file too).
+    expect(message).toBe(`Compacted sales.orders.daily: 40 files before, 2 after (40 rewritten into 2, 40 rows); maintenance snapshot ${after.current_snapshot_id}`);
     const snapshot = await catalog.getSnapshot(after.current_snapshot_id!);
     expect(snapshot).toMatchObject({ operation: 'maintenance', changed_rows: false, rows_added: 0, rows_removed: 0, total_records: 40, author: 'wendy' });
     const files = await catalog.snapshotFiles(snapshot.snapshot_id);
-    expect(files).toHaveLength(1);
+    expect(files).toHaveLength(2);
     expect(files[0].path).toMatch(/^lake\/sales\/orders\/daily\/compacted-.*-00000\.parquet$/);
-    expect(files[0].column_stats).toEqual({ id: { min: '0', max: '39', null_count: 0 }, name: { min: 'row 0', max: 'row 9', null_count: 0 } });
+    expect(files[1].path).toBe(files[0].path.replace('-00000.', '-00001.'));
+    expect(files[0].column_stats).toEqual({ id: { min: '0', max: '38', null_count: 0 }, name: { min: 'row 0', max: 'row 9', null_count: 0 } });
+    expect(files[1]).toMatchObject({ row_count: 1, column_stats: { id: { min: '39', max: '39', null_count: 0 } } });
+    // The previous version reads the first output instead of its 39 files; what it names is unchanged.
+    expect((await catalog.readFiles(previousBefore.snapshot_id)).map((f) => f.path)).toEqual([files[0].path]);
+    expect(await catalog.snapshotFiles(previousBefore.snapshot_id)).toHaveLength(39);
 
     // Same rows, same order, same row numbers; the job agrees.
     expect(await odata(rita, 'sales/orders/daily?$count=true')).toEqual(rowsBefore);
@@ -102,11 +108,12 @@ describe('ALTER DATASET … COMPACT', () => {
     expect((await odata(rita, `sales/orders/daily@${oldFiles[9].added_in_snapshot}?$count=true`))['@odata.count']).toBe(10);
 
     // Nothing left to merge.
-    expect(await statement(alice, 'ALTER DATASET sales.orders.daily COMPACT')).toBe('Nothing to compact in sales.orders.daily: 1 file(s), none to merge');
+    expect(await statement(alice, 'ALTER DATASET sales.orders.daily COMPACT')).toBe('Nothing to compact in sales.orders.daily: 2 file(s), none to merge');
     // Appends after it go after the compacted rows; the next compaction merges them with it.
     await appendOneRowCommits('daily', [40, 41]);
     expect((await check(wendy, 'ALTER DATASET sales.orders.daily COMPACT')).ok).toBe(true);
-    expect(await statement(wendy, 'ALTER DATASET sales.orders.daily COMPACT')).toMatch(/^Compacted sales.orders.daily: 3 files before, 1 after \(3 rewritten into 1, 42 rows\)/);
+    expect((await check(wendy, 'ALTER DATASET sales.orders.daily COMPACT')).ok).toBe(true);
+    expect(await statement(wendy, 'ALTER DATASET sales.orders.daily COMPACT')).toMatch(/^Compacted sales.orders.daily: 4 files before, 2 after \(4 rewritten into 2, 42 rows\)/);
     expect((await odata(rita, 'sales/orders/daily')).value.map((r) => r.id)).toEqual(Array.from({ length: 42 }, (_, i) => i));
     expect((await catalog.resolveSnapshot(dataset.dataset_id, { kind: 'previous' })).total_records).toBe(41);
   });
@@ -117,7 +124,7 @@ describe('ALTER DATASET … COMPACT', () => {
     await catalog.alterDataset(ref('evolving'), { columns: [...columns, { name: 'extra', type: 'DOUBLE', nullable: true }] }, 'alice');
     await seedSnapshot(t, ref('evolving'), columns, "SELECT 3::BIGINT AS id, 'row 3' AS name, 1.5::DOUBLE AS extra");
     const before = await odata(rita, 'sales/orders/evolving');
-    expect(await statement(alice, 'ALTER DATASET sales.orders.evolving COMPACT')).toMatch(/^Compacted .*3 files before, 1 after/);
+    expect(await statement(alice, 'ALTER DATASET sales.orders.evolving COMPACT')).toMatch(/^Compacted .*3 files before, 2 after/);
     expect(await odata(rita, 'sales/orders/evolving')).toEqual(before);
     expect(before.value.map((r) => (r as unknown as { extra: number | null }).extra)).toEqual([null, null, 1.5]);
   });
@@ -171,7 +178,7 @@ describe('Compactor', () => {
     const compactor = compactorWith(racingIngestor(() => appendOneRowCommits('racing', [5, 6])));
     const dataset = await t.app.lakeport.catalog.getDataset(ref('racing'));
     const result = await compactor.compact(dataset.dataset_id, 'alice');
-    expect(result).toMatchObject({ status: 'compacted', filesBefore: 7, filesAfter: 2, filesRewritten: 7, filesWritten: 2, rows: 7, foldedCommits: 1 });
+    expect(result).toMatchObject({ status: 'compacted', filesBefore: 7, filesAfter: 3, filesRewritten: 7, filesWritten: 3, rows: 7, foldedCommits: 1 });
     expect((await odata(rita, 'sales/orders/racing')).value.map((r) => r.id)).toEqual([0, 1, 2, 3, 4, 5, 6]);
     const snapshot = await t.app.lakeport.catalog.getSnapshot(result.snapshotId!);
     expect(snapshot).toMatchObject({ operation: 'maintenance', total_records: 7 });

@@ -49,6 +49,8 @@ export interface CompactionPlan {
   from: number;
   /** Of the run, the files smaller than the small-file size. */
   smallFiles: number;
+  /** The run's files by the output file each becomes. */
+  groups: DataFile[][];
   /** How many files the run becomes. */
   outputs: number;
 }
@@ -104,20 +106,27 @@ export class Compactor {
    */
   async planOf(datasetKey: string | Dataset): Promise<CompactionPlan> {
     const dataset = typeof datasetKey === 'string' ? await this.deps.catalog.getDatasetById(datasetKey) : datasetKey;
-    if (dataset.current_snapshot_id === null) return { dataset, snapshot: undefined, files: [], from: 0, smallFiles: 0, outputs: 0 };
+    if (dataset.current_snapshot_id === null) return { dataset, snapshot: undefined, files: [], from: 0, smallFiles: 0, groups: [], outputs: 0 };
     const [snapshot, files] = await Promise.all([this.deps.catalog.getSnapshot(dataset.current_snapshot_id), this.deps.catalog.snapshotFiles(dataset.current_snapshot_id)]);
     const { smallFileBytes, targetFileBytes } = this.deps.settings;
+
     let lastLarge = -1;
     files.forEach((f, i) => void (Number(f.size_bytes) >= targetFileBytes && (lastLarge = i)));
     let from = files.findIndex((f, i) => i > lastLarge && Number(f.size_bytes) < smallFileBytes);
     if (from < 0) from = files.length;
     const run = files.slice(from);
-    return { dataset, snapshot, files, from, smallFiles: run.filter((f) => Number(f.size_bytes) < smallFileBytes).length, outputs: groups(run, targetFileBytes).length };
+    const outputs = run.length < 2 ? run.map((f) => [f]) : await this.outputGroups(dataset, run);
+    return { dataset, snapshot, files, from, smallFiles: run.filter((f) => Number(f.size_bytes) < smallFileBytes).length, groups: outputs, outputs: outputs.length };
+  }
+
+  /** Whether the plan merges anything (some output from two files or more). */
+  static merges(plan: CompactionPlan): boolean {
+    return plan.groups.some((g) => g.length > 1);
   }
 
   /** Whether automatic compaction would compact this plan. */
   due(plan: CompactionPlan): boolean {
-    return plan.smallFiles >= this.deps.settings.minSmallFiles && plan.files.length - plan.from >= 2;
+    return plan.smallFiles >= this.deps.settings.minSmallFiles && Compactor.merges(plan);
   }
 
   /**
@@ -165,16 +174,22 @@ export class Compactor {
       bytesAfter: sum(plan.files, 'size_bytes'),
       foldedCommits: 0,
     });
-    if (run.length < 2 || (options.onlyIfDue && !this.due(plan))) return nothing();
+    if (!Compactor.merges(plan) || (options.onlyIfDue && !this.due(plan))) return nothing();
+    let pendingGroups: DataFile[][] = plan.groups;
 
     const stem = `lake/${dataset.workspace}/${dataset.collection}/${dataset.name}/compacted-${crypto.randomUUID()}`;
     const written: DataFileInput[] = [];
+    const replaces: Record<string, string[]> = {};
     let removed: DataFile[] = [];
     let pending = run;
     let folded = 0;
     try {
       for (let attempt = 1; ; attempt++) {
-        for (const group of groups(pending, settings.targetFileBytes)) written.push(await this.rewrite(plan.dataset, group, `${stem}-${String(written.length).padStart(5, '0')}.parquet`));
+        for (const group of pendingGroups) {
+          const file = await this.rewrite(plan.dataset, group, `${stem}-${String(written.length).padStart(5, '0')}.parquet`);
+          written.push(file);
+          replaces[file.path] = group.map((f) => f.file_id);
+        }
         removed = [...removed, ...pending];
         if (lost()) throw uploadError('COMPACTION_IN_PROGRESS', `The compaction lease of ${label(dataset)} was lost; nothing was committed`);
         try {
@@ -187,6 +202,7 @@ export class Compactor {
             message: `compaction: ${removed.length} files rewritten into ${written.length}`,
             addFiles: written,
             removeFileIds: removed.map((f) => f.file_id),
+            replaces,
           });
           const filesAfter = plan.files.length - removed.length + written.length;
           const kept = plan.files.filter((f) => !removed.some((r) => r.file_id === f.file_id));
@@ -218,6 +234,7 @@ export class Compactor {
           }
           folded++;
           pending = added;
+          pendingGroups = groups(added, settings.targetFileBytes);
           plan = { ...next, files: next.files };
         }
       }
@@ -226,6 +243,24 @@ export class Compactor {
       for (const file of written) await blobs.delete(file.path).catch((e: unknown) => this.deps.log.warn({ err: e, key: file.path }, 'could not remove a file of a failed compaction'));
       throw error;
     }
+  }
+
+  /**
+   * The run cut into groups of about the target size, with a cut where the previous version
+   * (`@previous`) ends: that version holds every input of the groups before the cut, so its reads
+   * take their outputs too (Catalog.readFiles), not its thousands of small files.
+   */
+  private async outputGroups(dataset: Dataset, files: DataFile[]): Promise<DataFile[][]> {
+    const previous = await this.deps.catalog.resolveSnapshotOf(dataset, { kind: 'previous' }).catch((error: unknown) => {
+      if (isAppError(error, 'SNAPSHOT_NOT_FOUND')) return undefined;
+      throw error;
+    });
+    // The leading files of the run that the previous version reads too (as itself or as a compacted file).
+    const read = previous ? new Set((await this.deps.catalog.readFiles(previous.snapshot_id)).map((f) => f.file_id)) : new Set<string>();
+    let cut = 0;
+    while (cut < files.length && read.has(files[cut].file_id)) cut++;
+    if (cut === 0 || cut === files.length) return groups(files, this.deps.settings.targetFileBytes);
+    return [...groups(files.slice(0, cut), this.deps.settings.targetFileBytes), ...groups(files.slice(cut), this.deps.settings.targetFileBytes)];
   }
 
   /** One output file from a group of input files (rows in their order); its row count must be theirs. */

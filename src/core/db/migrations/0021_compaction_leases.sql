@@ -7,3 +7,9 @@ CREATE TABLE catalog_maintenance_leases (
   acquired_at timestamptz NOT NULL DEFAULT now(),
   expires_at  timestamptz NOT NULL
 );
+
+-- A file a compaction rewrote names the file that holds its rows now (docs/compaction.md). Reads of an
+-- older snapshot that holds every file an output replaced (contiguously) read the output instead:
+-- the same rows in the same order, in one file rather than thousands.
+ALTER TABLE catalog_data_files ADD COLUMN replaced_by text;
+CREATE INDEX catalog_data_files_replaced_by ON catalog_data_files (replaced_by) WHERE replaced_by IS NOT NULL;

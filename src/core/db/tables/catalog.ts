@@ -99,6 +99,8 @@ export interface CatalogDataFilesTable {
   column_stats: Json<Record<string, ColumnStats>>;
   added_in_snapshot: number;
   removed_in_snapshot: number | null;
+  /** The compaction output holding this file's rows now (migration 0021). */
+  replaced_by: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 export interface CatalogTagsTable {

@@ -293,7 +293,7 @@ export class StatementExecutor {
     if (dryRun) {
       const plan = await compactor.planOf(dataset);
       const run = plan.files.length - plan.from;
-      if (run < 2) return { message: `Nothing to compact in ${label}: ${plan.files.length} file(s), none to merge` };
+      if (!plan.groups.some((g) => g.length > 1)) return { message: `Nothing to compact in ${label}: ${plan.files.length} file(s), none to merge` };
       return { message: `Would compact ${label}: ${run} of its ${plan.files.length} files into ${plan.outputs}` };
     }
     const r = await this.at(s.action, () => compactor.compact(dataset.dataset_id, caller.identity));
