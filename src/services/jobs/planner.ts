@@ -109,7 +109,7 @@ const quote = (s: string) => `"${s.replace(/"/g, '""')}"`;
  */
 export class QueryPlanner {
   /** Snapshot id → its data files' blob keys (immutable once committed), bounded by the number of keys kept. */
-  private readonly filesOf = new LRUCache<number, string[]>({ maxSize: 100_000, sizeCalculation: (keys) => keys.length + 1 });
+  private readonly filesOf = new LRUCache<number, { keys: string[]; current: number | null }>({ maxSize: 100_000, sizeCalculation: (entry) => entry.keys.length + 1 });
 
   constructor(
     private readonly analyzer: SqlAnalyzer,
@@ -252,7 +252,7 @@ export class QueryPlanner {
   }
 
   private async view(name: [string, string, string], dataset: Dataset, snapshotId: number | null, withFiles: boolean): Promise<SandboxView> {
-    const keys = withFiles && snapshotId !== null ? await this.snapshotFiles(snapshotId) : [];
+    const keys = withFiles && snapshotId !== null ? await this.snapshotFiles(snapshotId, dataset.current_snapshot_id) : [];
     return {
       name,
       columns: dataset.columns.map((c) => ({ name: c.name, type: c.type })),
@@ -261,15 +261,17 @@ export class QueryPlanner {
   }
 
   /**
-   * The blob keys of a snapshot's data files (compacted runs read as their compacted file, Catalog.readFiles):
-   * a committed snapshot's rows never change, so they are read once and kept.
+   * The blob keys of a snapshot's data files (compacted runs read as their compacted file,
+   * Catalog.readFiles), kept while the dataset's current snapshot stays the same: a later compaction
+   * may let an older snapshot read fewer files, and it moves the current snapshot.
    */
-  private async snapshotFiles(snapshotId: number): Promise<string[]> {
-    let keys = this.filesOf.get(snapshotId);
-    if (!keys) {
-      keys = (await this.catalog.readFiles(snapshotId)).map((f) => f.path);
-      this.filesOf.set(snapshotId, keys);
+  private async snapshotFiles(snapshotId: number, current: number | null): Promise<string[]> {
+    let cached = this.filesOf.get(snapshotId);
+    if (!cached || cached.current !== current) {
+      cached = { keys: (await this.catalog.readFiles(snapshotId)).map((f) => f.path), current };
+      this.filesOf.set(snapshotId, cached);
     }
-    return keys;
+    return cached.keys;
   }
+
 }
