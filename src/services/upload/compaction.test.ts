@@ -268,3 +268,32 @@ describe('Compactor', () => {
     expect(await off.scan()).toBe(0);
   });
 });
+
+describe('Catalog.readFiles', () => {
+  it('reads a run as its compacted file only when the snapshot holds all of its inputs, one after another', async () => {
+    const { catalog } = t.app.lakeport;
+    const d = await catalog.createDataset({ workspace: 'sales', collection: 'orders', dataset: 'bookkeeping' }, { columns }, 'alice');
+    const add = async (path: string, operation: 'create' | 'append' = 'append') =>
+      catalog.commitSnapshot({ dataset: d.dataset_id, operation, author: 'alice', addFiles: [{ path: `lake/x/${path}`, row_count: 1, size_bytes: 10 }] });
+    const s1 = await add('a', 'create');
+    const s2 = await add('b');
+    const s3 = await add('c');
+    const ids = async (snapshotId: number) => (await catalog.snapshotFiles(snapshotId)).map((f) => f.file_id);
+    const [a, b, c] = await ids(s3.snapshot_id);
+    // A maintenance commit may only say that files it removes were replaced, by files it adds.
+    await expect(
+      catalog.commitSnapshot({ dataset: d.dataset_id, operation: 'maintenance', author: 'alice', addFiles: [{ path: 'lake/x/ab', row_count: 2, size_bytes: 20 }], removeFileIds: [a, b], replaces: { 'lake/x/ab': [a, c] } }),
+    ).rejects.toMatchObject({ code: 'INVALID_COMMIT' });
+    const m = await catalog.commitSnapshot({ dataset: d.dataset_id, operation: 'maintenance', author: 'alice', addFiles: [{ path: 'lake/x/bc', row_count: 2, size_bytes: 20 }], removeFileIds: [b, c], replaces: { 'lake/x/bc': [b, c] } });
+    const paths = async (snapshotId: number) => (await catalog.readFiles(snapshotId)).map((f) => f.path);
+    expect(await paths(m.snapshot_id)).toEqual(['lake/x/a', 'lake/x/bc']);
+    expect(await paths(s3.snapshot_id)).toEqual(['lake/x/a', 'lake/x/bc']); // holds b and c
+    expect(await paths(s2.snapshot_id)).toEqual(['lake/x/a', 'lake/x/b']); // lacks c: its own files
+    expect(await paths(s1.snapshot_id)).toEqual(['lake/x/a']);
+    // Compacted again (a + bc → abc): the oldest snapshots that hold a, b and c follow the chain.
+    const [, bc] = await ids(m.snapshot_id);
+    await catalog.commitSnapshot({ dataset: d.dataset_id, operation: 'maintenance', author: 'alice', addFiles: [{ path: 'lake/x/abc', row_count: 3, size_bytes: 30 }], removeFileIds: [a, bc], replaces: { 'lake/x/abc': [a, bc] } });
+    expect(await paths(s3.snapshot_id)).toEqual(['lake/x/abc']);
+    expect(await paths(s2.snapshot_id)).toEqual(['lake/x/a', 'lake/x/b']);
+  });
+});
