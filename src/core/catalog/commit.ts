@@ -128,19 +128,36 @@ async function insertFiles(trx: Executor, datasetId: string, snapshotId: number,
   return ids;
 }
 
-/** Maintenance: each removed file a rewrite replaced names the added file that holds its rows now. */
-async function markReplaced(trx: Executor, input: CommitInput, leaving: string[], added: Map<string, string>): Promise<void> {
+/** Checks a maintenance commit's `replaces`: each added file replaces files the commit removes, each removed file once. */
+function checkReplaces(input: CommitInput, leaving: string[]): void {
   if (!input.replaces) return;
   if (input.operation !== 'maintenance') throw invalidCommit('Only a maintenance commit replaces files');
   const removed = new Set(leaving);
+  const seen = new Set<string>();
+  const added = new Set(input.addFiles.map((f) => f.path));
   for (const [path, replaced] of Object.entries(input.replaces)) {
-    const output = added.get(path);
-    if (!output) throw invalidCommit(`File ${path} replaces files but is not added by the commit`);
-    if (replaced.some((id) => !removed.has(id))) throw invalidCommit(`File ${path} replaces files the commit does not remove`);
-    for (let i = 0; i < replaced.length; i += INSERT_BATCH) {
-      await trx.updateTable('catalog_data_files').set({ replaced_by: output }).where('file_id', 'in', replaced.slice(i, i + INSERT_BATCH)).execute();
+    if (!added.has(path)) throw invalidCommit(`File ${path} replaces files but is not added by the commit`);
+    for (const id of replaced) {
+      if (!removed.has(id) || seen.has(id)) throw invalidCommit(`File ${path} replaces files the commit does not remove (or another added file replaces them)`);
+      seen.add(id);
     }
   }
+}
+
+/** The removed files, each marked removed in the snapshot and, when a rewrite replaced it, with the file holding its rows now. */
+async function markRemovedAndReplaced(trx: Executor, snapshotId: number, input: CommitInput, leaving: string[], added: Map<string, string>): Promise<void> {
+  const replaced = new Set<string>();
+  for (const [path, ids] of Object.entries(input.replaces ?? {})) {
+    for (let i = 0; i < ids.length; i += INSERT_BATCH) {
+      await trx
+        .updateTable('catalog_data_files')
+        .set({ removed_in_snapshot: snapshotId, replaced_by: added.get(path)! })
+        .where('file_id', 'in', ids.slice(i, i + INSERT_BATCH))
+        .execute();
+    }
+    for (const id of ids) replaced.add(id);
+  }
+  await markRemoved(trx, snapshotId, replaced.size === 0 ? leaving : leaving.filter((id) => !replaced.has(id)));
 }
 
 async function markRemoved(trx: Executor, snapshotId: number, fileIds: string[]): Promise<void> {
@@ -165,6 +182,7 @@ export async function commitSnapshotIn(trx: Executor, input: CommitInput): Promi
   const parent = dataset.current_snapshot_id === null ? undefined : await requireSnapshot(trx, dataset.current_snapshot_id);
   await refuseKnownPaths(trx, input.addFiles);
   const leaving = await filesLeaving(trx, dataset.dataset_id, input);
+  checkReplaces(input, leaving.ids);
   const snapshot = await trx
     .insertInto('catalog_snapshots')
     .values({
@@ -182,8 +200,7 @@ export async function commitSnapshotIn(trx: Executor, input: CommitInput): Promi
     .returningAll()
     .executeTakeFirstOrThrow();
   const added = await insertFiles(trx, dataset.dataset_id, snapshot.snapshot_id, input.addFiles);
-  await markRemoved(trx, snapshot.snapshot_id, leaving.ids);
-  await markReplaced(trx, input, leaving.ids, added);
+  await markRemovedAndReplaced(trx, snapshot.snapshot_id, input, leaving.ids, added);
   await trx.updateTable('catalog_datasets').set({ current_snapshot_id: snapshot.snapshot_id }).where('dataset_id', '=', dataset.dataset_id).execute();
   return snapshot;
 }
