@@ -353,10 +353,28 @@ describe('ALTER WORKSPACE', () => {
   });
 });
 
+describe('ALTER DATASET … COMPACT', () => {
+  it.each(['ALTER DATASET sales.orders.daily COMPACT', 'alter dataset "sales".orders."daily" compact;', 'ALTER /* c */ DATASET sales.orders.daily\n  COMPACT -- now'])('%s', (sql) => {
+    expect(parseStatement(sql)).toMatchObject({ kind: 'alter_dataset_compact', dataset: { value: { workspace: 'sales', collection: 'orders', dataset: 'daily' } } });
+  });
+
+  it.each([
+    ['ALTER DATASET sales.orders COMPACT', 'SYNTAX_ERROR', 'COMPACT'],
+    ['ALTER DATASET sales.orders.daily.x COMPACT', 'SYNTAX_ERROR', '.'],
+    ['ALTER DATASET sales.orders.daily', 'SYNTAX_ERROR', 'daily'],
+    ['ALTER DATASET sales.orders.daily SHRINK', 'SYNTAX_ERROR', 'SHRINK'],
+    ['ALTER DATASET sales.orders.daily COMPACT FULL', 'SYNTAX_ERROR', 'FULL'],
+    ['ALTER DATASET sales.orders.daily COMPACT; SELECT 1', 'MULTIPLE_STATEMENTS', 'SELECT'],
+    ['ALTER DATASET sales.orders.bad-name COMPACT', 'SYNTAX_ERROR', '-'],
+  ])('%s → %s', (sql, code, at) => {
+    expect(errorOf(sql)).toMatchObject({ code, at });
+  });
+});
+
 describe('fuzzed statements', () => {
   const words = fc.constantFrom(
     'CREATE', 'OR', 'REPLACE', 'SECRET', 'IF', 'NOT', 'EXISTS', 'IN', 'TYPE', 'KEY', 'SCOPE', 'URL', "'http_endpoint'", "'gcs_service_account'", "'x'", ':p', ':', '(', ')', ',', ';',
-    'GRANT', 'REVOKE', 'ON', 'TO', 'FROM', 'reader', 'owner', 'ws', '.', '*', 'TAG', 'DROP', 'AT', 'VERSION', '=', '>', '42', 'ALTER', 'WORKSPACE', 'SET', 'deletion_protection', 'TRUE',
+    'GRANT', 'REVOKE', 'ON', 'TO', 'FROM', 'reader', 'owner', 'ws', '.', '*', 'TAG', 'DROP', 'AT', 'VERSION', '=', '>', '42', 'ALTER', 'WORKSPACE', 'DATASET', 'COMPACT', 'SET', 'deletion_protection', 'TRUE',
     '"q"', '$$v$$', "E'x'", '--', '/*', '\u0000', '\n', "'", '"', '$1', '?', 'USER', 'SERVICE_ACCOUNT', '2024x.y',
   );
   const statement = fc.oneof(
