@@ -211,6 +211,8 @@ describe('Compactor', () => {
     const running = first.compact(dataset.dataset_id, 'alice');
     await inside;
     await expect(second.compact(dataset.dataset_id, 'alice')).rejects.toMatchObject({ code: 'COMPACTION_IN_PROGRESS', status: 409 });
+    // …and so does another compaction by the same compactor (the same process).
+    await expect(first.compact(dataset.dataset_id, 'alice')).rejects.toMatchObject({ code: 'COMPACTION_IN_PROGRESS' });
     // …and through the statement.
     const res = await submit(alice, 'ALTER DATASET sales.orders.contended COMPACT');
     expect(res.statusCode, res.body).toBe(409);

@@ -36,8 +36,9 @@ export const COMPACTION_AUTHOR = 'lakeport:compaction';
 const LEASE_MS = 5 * 60_000;
 /** A commit that lands during a compaction is folded in (its files rewritten too) this many times at most. */
 const MAX_ATTEMPTS = 4;
-/** Datasets one periodic scan compacts at most. */
+/** Datasets one periodic scan compacts at most, of at most this many with enough small files. */
 const SCAN_LIMIT = 20;
+const SCAN_CANDIDATES = 500;
 
 /** Which files a compaction rewrites: a run at the end of the current snapshot (see `planOf`). */
 export interface CompactionPlan {
@@ -88,6 +89,8 @@ export class Compactor {
   private readonly holder = `${process.pid}:${crypto.randomBytes(6).toString('hex')}`;
   private readonly timers = new Map<string, NodeJS.Timeout>();
   private readonly running = new Set<Promise<unknown>>();
+  /** Datasets found not due, with the current snapshot they were found at (bounded: cleared when large). */
+  private readonly notDue = new Map<string, number | null>();
   private stopped = false;
 
   constructor(
@@ -136,13 +139,15 @@ export class Compactor {
    */
   async compact(datasetId: string, author: string, options: { onlyIfDue?: boolean } = {}): Promise<CompactionResult> {
     const { catalog } = this.deps;
-    if (!(await catalog.takeMaintenanceLease(datasetId, this.holder, LEASE_MS))) {
+    // One holder per compaction, so two in this process exclude each other too.
+    const holder = `${this.holder}:${crypto.randomBytes(4).toString('hex')}`;
+    if (!(await catalog.takeMaintenanceLease(datasetId, holder, LEASE_MS))) {
       const dataset = await catalog.getDatasetById(datasetId);
       throw uploadError('COMPACTION_IN_PROGRESS', `A compaction of ${label(dataset)} is already running; try again when it is done`);
     }
     let lost = false;
     const renew = setInterval(() => {
-      void catalog.renewMaintenanceLease(datasetId, this.holder, LEASE_MS).then(
+      void catalog.renewMaintenanceLease(datasetId, holder, LEASE_MS).then(
         (held) => void (held || (lost = true)),
         (error: unknown) => this.deps.log.warn({ err: error, dataset_id: datasetId }, 'could not renew a compaction lease'),
       );
@@ -152,7 +157,7 @@ export class Compactor {
       return await this.compactHeld(datasetId, author, options, () => lost);
     } finally {
       clearInterval(renew);
-      await catalog.releaseMaintenanceLease(datasetId, this.holder).catch((error: unknown) => this.deps.log.warn({ err: error, dataset_id: datasetId }, 'could not release a compaction lease'));
+      await catalog.releaseMaintenanceLease(datasetId, holder).catch((error: unknown) => this.deps.log.warn({ err: error, dataset_id: datasetId }, 'could not release a compaction lease'));
     }
   }
 
@@ -297,10 +302,10 @@ export class Compactor {
   async scan(): Promise<number> {
     if (!this.deps.settings.automatic || this.stopped) return 0;
     const { smallFileBytes, minSmallFiles } = this.deps.settings;
-    const candidates = await this.deps.catalog.datasetsWithSmallFiles({ smallBytes: smallFileBytes, minFiles: minSmallFiles, limit: SCAN_LIMIT });
+    const candidates = await this.deps.catalog.datasetsWithSmallFiles({ smallBytes: smallFileBytes, minFiles: minSmallFiles, limit: SCAN_CANDIDATES });
     let compacted = 0;
     for (const { dataset_id } of candidates) {
-      if (this.stopped) break;
+      if (this.stopped || compacted >= SCAN_LIMIT) break;
       const done = this.compactIfDue(dataset_id);
       this.track(done);
       if ((await done) === 'compacted') compacted++;
@@ -308,8 +313,20 @@ export class Compactor {
     return compacted;
   }
 
+  /**
+   * Plans without the lease first: a dataset whose small files cannot be merged (say, before a large
+   * file) is remembered with its current snapshot and not looked at again until that changes.
+   */
   private async compactIfDue(datasetId: string): Promise<CompactionResult['status'] | 'skipped'> {
     try {
+      const dataset = await this.deps.catalog.getDatasetById(datasetId);
+      if (this.notDue.get(datasetId) === dataset.current_snapshot_id) return 'nothing_to_compact';
+      if (!this.due(await this.planOf(dataset))) {
+        if (this.notDue.size >= 10_000) this.notDue.clear();
+        this.notDue.set(datasetId, dataset.current_snapshot_id);
+        return 'nothing_to_compact';
+      }
+      this.notDue.delete(datasetId);
       return (await this.compact(datasetId, COMPACTION_AUTHOR, { onlyIfDue: true })).status;
     } catch (error) {
       if (isAppError(error, 'COMPACTION_IN_PROGRESS', 'COMMIT_CONFLICT', 'DATASET_NOT_FOUND')) return 'skipped';
