@@ -274,6 +274,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (e.LAKEPORT_PAYMENTS_PROCESSOR === 'stripe' && e.LAKEPORT_STRIPE_SECRET_KEY === undefined) {
     throw new ConfigError('invalid configuration: LAKEPORT_STRIPE_SECRET_KEY: required when LAKEPORT_PAYMENTS_PROCESSOR=stripe');
   }
+  if (parseSize(e.LAKEPORT_COMPACTION_TARGET_FILE) < parseSize(e.LAKEPORT_COMPACTION_SMALL_FILE)) {
+    throw new ConfigError('invalid configuration: LAKEPORT_COMPACTION_TARGET_FILE: must be at least LAKEPORT_COMPACTION_SMALL_FILE');
+  }
   const quotas = parsePlans(e.LAKEPORT_PLANS)!;
   if (!Object.hasOwn(quotas, e.LAKEPORT_DEFAULT_PLAN)) {
     throw new ConfigError(`invalid configuration: LAKEPORT_DEFAULT_PLAN: '${e.LAKEPORT_DEFAULT_PLAN}' is not a plan of LAKEPORT_PLANS (${Object.keys(quotas).join(', ')})`);
