@@ -38,6 +38,7 @@ export async function createAppDeps(config: Config, provided: ProvidedDeps, log:
     analyzer: provided.analyzer ?? (await SqlAnalyzer.create()),
     dns: { servers: config.dnsServers, timeoutMs: config.dnsTimeoutMs, tries: config.dnsTries },
     lifecycle: { undropRetentionMs: config.undropRetentionMs, fileGraceMs: config.fileGraceMs },
+    compaction: { ...config.compaction },
     jobs: {
       timeoutMs: config.jobTimeoutSeconds * 1000,
       workers: config.jobWorkers,

@@ -17,7 +17,7 @@ import { catalogNamespaces, createAccountsService, dnsTxtResolver, openAccountRe
 import { createAuthService, type AuthService } from './services/auth/index.ts';
 import { createPolicyService, PolicyStore, type PolicyService } from './services/policy/index.ts';
 import { createJobsService, type ExternalReadOptions, type MaterializedViewOptions, type JobsService, type ResultPolicy, type WorkerPool } from './services/jobs/index.ts';
-import { createUploadService, type UploadService } from './services/upload/index.ts';
+import { createUploadService, type Compactor, type CompactionSettings, type UploadService } from './services/upload/index.ts';
 import { createODataService } from './services/odata/index.ts';
 
 export interface AppDeps {
@@ -50,6 +50,8 @@ export interface AppDeps {
   signInPolicy?: SignInPolicy;
   /** Dataset lifecycle (docs/lifecycle.md): the undrop window and the grace before expired files are deleted. */
   lifecycle?: Partial<LifecycleSettings>;
+  /** Compaction thresholds (LAKEPORT_COMPACTION_*, docs/compaction.md); absent: the defaults, automatic on. */
+  compaction?: CompactionSettings;
   jobs: {
     timeoutMs: number;
     workers: number;
@@ -95,6 +97,7 @@ export interface LakeportServices {
   workspaces: WorkspaceService;
   domains: DomainService;
   uploads: UploadService;
+  compactor: Compactor;
   jobs: JobsService;
   workers: WorkerPool;
   /** Purges dropped datasets and deletes files past their grace (run by upkeep). */
@@ -141,6 +144,8 @@ export async function buildApp(deps: AppDeps, options: AppOptions = {}): Promise
   await app.register(services.auth.rootWellKnown);
   for (const api of modules.flatMap((m) => m.apis)) await mountApi(app, api);
   app.decorate('lakeport', services);
+  // Pending automatic compactions end with the app, whether or not it runs workers.
+  app.addHook('onClose', () => services.compactor.stop());
 
   if (options.workers) {
     app.addHook('onReady', async () => {
@@ -259,6 +264,7 @@ async function createServices(deps: AppDeps, log: FastifyBaseLogger) {
     verifier: auth.verifier,
     scratchDir: deps.scratchDir,
     log: log.child({ module: 'upload' }),
+    compaction: deps.compaction,
   });
   const jobs = createJobsService({
     db: deps.db,
@@ -283,6 +289,7 @@ async function createServices(deps: AppDeps, log: FastifyBaseLogger) {
       policies: policy.policies.planner,
       workspaces: accounts.directory,
       sealer: deps.sealer,
+      compactor: upload.compactor,
     },
   });
   onCommitted = (datasetId) => jobs.views.committedInBackground(datasetId);
@@ -307,6 +314,7 @@ async function createServices(deps: AppDeps, log: FastifyBaseLogger) {
     workspaces: accountService.workspaces,
     domains: accountService.domains,
     uploads: upload.uploads,
+    compactor: upload.compactor,
     jobs: jobs.jobs,
     workers: jobs.pool,
     catalogSweeper,

@@ -34,6 +34,16 @@ describe('loadConfig', () => {
     expect(loadConfig({ LAKEPORT_EXTERNAL_READ_MAX_BYTES: '' }).externalReadMaxBytes).toBe(1024 ** 3);
   });
 
+  it('reads the compaction settings (LAKEPORT_COMPACTION_*)', () => {
+    expect(loadConfig({}).compaction).toEqual({ automatic: true, minSmallFiles: 32, smallFileBytes: 8 * 2 ** 20, targetFileBytes: 128 * 2 ** 20, delayMs: 5000 });
+    expect(
+      loadConfig({ LAKEPORT_COMPACTION: 'off', LAKEPORT_COMPACTION_MIN_FILES: '100', LAKEPORT_COMPACTION_SMALL_FILE: '1MB', LAKEPORT_COMPACTION_TARGET_FILE: '1GiB', LAKEPORT_COMPACTION_DELAY_SECONDS: '0.5' }).compaction,
+    ).toEqual({ automatic: false, minSmallFiles: 100, smallFileBytes: 1e6, targetFileBytes: 2 ** 30, delayMs: 500 });
+    for (const bad of [{ LAKEPORT_COMPACTION: 'yes' }, { LAKEPORT_COMPACTION_MIN_FILES: '1' }, { LAKEPORT_COMPACTION_SMALL_FILE: 'big' }, { LAKEPORT_COMPACTION_DELAY_SECONDS: '-1' }, { LAKEPORT_COMPACTION_TARGET_FILE: '1MiB' }]) {
+      expect(() => loadConfig(bad), JSON.stringify(bad)).toThrow(ConfigError);
+    }
+  });
+
   it('reads the payment processor settings (sandbox unless told; stripe needs its key, never echoed)', () => {
     expect(loadConfig({}).payments).toEqual({ processor: 'sandbox', stripe: { secretKey: undefined, apiBase: 'https://api.stripe.com', timeoutMs: 20_000 } });
     const stripe = loadConfig({

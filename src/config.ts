@@ -147,6 +147,11 @@ const EnvSchema = z.object({
   ...idpEnv('B'),
   LAKEPORT_LOGIN_TTL_SECONDS: z.coerce.number().int().min(30).max(3600).default(600),
   LAKEPORT_IDP_TIMEOUT_SECONDS: z.coerce.number().int().min(1).max(120).default(10),
+  LAKEPORT_COMPACTION: z.enum(['on', 'off']).default('on'),
+  LAKEPORT_COMPACTION_MIN_FILES: z.coerce.number().int().min(2).max(100_000).default(32),
+  LAKEPORT_COMPACTION_SMALL_FILE: z.string().regex(SIZE, 'a size such as 8MiB').default('8MiB'),
+  LAKEPORT_COMPACTION_TARGET_FILE: z.string().regex(SIZE, 'a size such as 128MiB').default('128MiB'),
+  LAKEPORT_COMPACTION_DELAY_SECONDS: z.coerce.number().min(0).max(3600).default(5),
   LAKEPORT_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   LAKEPORT_TRUST_PROXY: optionalString.superRefine((v, ctx) => {
     if (v === undefined || /^(true|false)$/i.test(v)) return;
@@ -233,6 +238,19 @@ export interface Config {
   readonly loginTtlSeconds: number;
   /** A provider's discovery or token request taking longer is answered 504 (`LAKEPORT_IDP_TIMEOUT_SECONDS`, default 10). */
   readonly idpTimeoutSeconds: number;
+  /**
+   * Compaction of small files (docs/compaction.md): automatic compaction on or off (`LAKEPORT_COMPACTION`,
+   * default on), how many files smaller than `smallFileBytes` (`LAKEPORT_COMPACTION_SMALL_FILE`, 8 MiB)
+   * start one (`LAKEPORT_COMPACTION_MIN_FILES`, 32), the size of the files it writes
+   * (`LAKEPORT_COMPACTION_TARGET_FILE`, 128 MiB) and how long after a commit it waits (`LAKEPORT_COMPACTION_DELAY_SECONDS`, 5).
+   */
+  readonly compaction: {
+    readonly automatic: boolean;
+    readonly minSmallFiles: number;
+    readonly smallFileBytes: number;
+    readonly targetFileBytes: number;
+    readonly delayMs: number;
+  };
 }
 
 export class ConfigError extends Error {}
@@ -264,6 +282,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const e = parsed.data;
   if (e.LAKEPORT_PAYMENTS_PROCESSOR === 'stripe' && e.LAKEPORT_STRIPE_SECRET_KEY === undefined) {
     throw new ConfigError('invalid configuration: LAKEPORT_STRIPE_SECRET_KEY: required when LAKEPORT_PAYMENTS_PROCESSOR=stripe');
+  }
+  if (parseSize(e.LAKEPORT_COMPACTION_TARGET_FILE) < parseSize(e.LAKEPORT_COMPACTION_SMALL_FILE)) {
+    throw new ConfigError('invalid configuration: LAKEPORT_COMPACTION_TARGET_FILE: must be at least LAKEPORT_COMPACTION_SMALL_FILE');
   }
   const quotas = parsePlans(e.LAKEPORT_PLANS)!;
   if (!Object.hasOwn(quotas, e.LAKEPORT_DEFAULT_PLAN)) {
@@ -317,5 +338,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     identityProviders: Object.freeze(identityProviders(e).map((p) => Object.freeze(p))),
     loginTtlSeconds: e.LAKEPORT_LOGIN_TTL_SECONDS,
     idpTimeoutSeconds: e.LAKEPORT_IDP_TIMEOUT_SECONDS,
+    compaction: Object.freeze({
+      automatic: e.LAKEPORT_COMPACTION === 'on',
+      minSmallFiles: e.LAKEPORT_COMPACTION_MIN_FILES,
+      smallFileBytes: parseSize(e.LAKEPORT_COMPACTION_SMALL_FILE),
+      targetFileBytes: parseSize(e.LAKEPORT_COMPACTION_TARGET_FILE),
+      delayMs: e.LAKEPORT_COMPACTION_DELAY_SECONDS * 1000,
+    }),
   });
 }

@@ -108,6 +108,8 @@ export async function createTestApp(overrides: Partial<AppDeps> = {}, options: {
     LAKEPORT_JOB_MEMORY_LIMIT: '256MB',
     LAKEPORT_JOB_THREADS: '1',
     LAKEPORT_JOB_ISOLATION: 'inline',
+    // Automatic compaction would add maintenance snapshots under other tests; its own tests turn it on.
+    LAKEPORT_COMPACTION: 'off',
   });
   const deps = await createAppDeps(config, { db, adminToken: new AdminToken(adminToken), ingestor: await sharedIngestor(), reader: await sharedReader(), analyzer: await sharedAnalyzer(), ...overrides }, silentLogger);
   if (options.materializedViews) deps.jobs = { ...deps.jobs, materializedViews: options.materializedViews };

@@ -58,6 +58,7 @@ const OWNERS: Record<string, string> = {
   catalog_tags: CATALOG,
   catalog_file_deletions: CATALOG,
   catalog_snapshot_leases: CATALOG,
+  catalog_maintenance_leases: CATALOG,
   upload_contracts: UPLOAD,
   upload_writes: UPLOAD,
   upload_write_parts: UPLOAD,

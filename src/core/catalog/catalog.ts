@@ -5,6 +5,7 @@ import { appError } from '../errors/index.ts';
 import { commitSnapshotIn } from './commit.ts';
 import { checkDescription, checkKind, checkProperties, mergeDatasetProperties, normalizeColumns } from './definition.ts';
 import { guarded, mergeProperties, type NamespaceGuards, type NamespacePropertiesPatch } from './guards.ts';
+import { datasetsWithSmallFiles, releaseLease, renewLease, takeLease } from './maintenance.ts';
 import { formatRef, normalizeName, normalizeRef, normalizeTagName, type DatasetRef } from './names.ts';
 import {
   datasetLabel,
@@ -409,6 +410,62 @@ export class Catalog {
       .orderBy('added.sequence')
       .orderBy('f.path')
       .execute();
+  }
+
+  // ── maintenance (docs/compaction.md) ──────────────────────────────────────
+
+  /** Takes the dataset's maintenance lease (one compaction at a time across processes); false when another holds it. */
+  async takeMaintenanceLease(datasetId: string, holder: string, ttlMs: number): Promise<boolean> {
+    return takeLease(this.db.kysely, datasetId, holder, ttlMs);
+  }
+
+  /** False when the lease was lost (it expired and another process took it). */
+  async renewMaintenanceLease(datasetId: string, holder: string, ttlMs: number): Promise<boolean> {
+    return renewLease(this.db.kysely, datasetId, holder, ttlMs);
+  }
+
+  async releaseMaintenanceLease(datasetId: string, holder: string): Promise<void> {
+    await releaseLease(this.db.kysely, datasetId, holder);
+  }
+
+  /** Datasets whose current snapshot has at least `minFiles` files smaller than `smallBytes`. */
+  async datasetsWithSmallFiles(options: { smallBytes: number; minFiles: number; limit: number }) {
+    return datasetsWithSmallFiles(this.db.kysely, options);
+  }
+
+  /**
+   * The files to read for a snapshot: its files (snapshotFiles), except that a run of them a later
+   * compaction rewrote into one file — all of that file's inputs, contiguous in this snapshot's order —
+   * is read as that file. The same rows in the same order (a compaction checks the row counts and keeps
+   * the order), so row numbers and results are those of snapshotFiles; an older version of a
+   * compacted dataset (`@previous`) reads a few large files instead of thousands of small ones.
+   * snapshotFiles stays the record of what the snapshot named (expiry, Iceberg).
+   */
+  async readFiles(snapshotId: number): Promise<DataFile[]> {
+    let files = await this.snapshotFiles(snapshotId);
+    // A compacted file may itself have been compacted again: follow the chain a few steps.
+    for (let round = 0; round < 8; round++) {
+      const outputs = [...new Set(files.map((f) => f.replaced_by).filter((id): id is string => id !== null))];
+      if (outputs.length === 0) break;
+      const [outputRows, inputs] = await Promise.all([
+        this.db.kysely.selectFrom('catalog_data_files').selectAll().where('file_id', 'in', outputs).execute(),
+        this.db.kysely.selectFrom('catalog_data_files').select(['file_id', 'replaced_by']).where('replaced_by', 'in', outputs).execute(),
+      ]);
+      const position = new Map(files.map((f, i) => [f.file_id, i]));
+      const replacements: { from: number; to: number; file: DataFile }[] = [];
+      for (const output of outputRows) {
+        const at = inputs.filter((f) => f.replaced_by === output.file_id).map((f) => position.get(f.file_id));
+        if (at.some((i) => i === undefined)) continue;
+        const from = Math.min(...(at as number[]));
+        const to = Math.max(...(at as number[]));
+        if (to - from + 1 === at.length) replacements.push({ from, to, file: output });
+      }
+      if (replacements.length === 0) break;
+      replacements.sort((a, b) => b.from - a.from);
+      files = [...files];
+      for (const r of replacements) files.splice(r.from, r.to - r.from + 1, r.file);
+    }
+    return files;
   }
 
   // ── tags ────────────────────────────────────────────────────────────────────

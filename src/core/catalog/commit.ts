@@ -112,7 +112,8 @@ function snapshotAmounts(operation: SnapshotOperation, parent: Snapshot | undefi
   return { rows_added: added.rows, rows_removed: removed.rows, total_records, total_size, changed_rows };
 }
 
-async function insertFiles(trx: Executor, datasetId: string, snapshotId: number, files: DataFileInput[]): Promise<void> {
+async function insertFiles(trx: Executor, datasetId: string, snapshotId: number, files: DataFileInput[]): Promise<Map<string, string>> {
+  const ids = new Map<string, string>();
   for (let i = 0; i < files.length; i += INSERT_BATCH) {
     const rows = files.slice(i, i + INSERT_BATCH).map((file) => ({
       file_id: newId('file'),
@@ -124,8 +125,42 @@ async function insertFiles(trx: Executor, datasetId: string, snapshotId: number,
       column_stats: JSON.stringify(file.column_stats ?? {}),
       added_in_snapshot: snapshotId,
     }));
+    for (const row of rows) ids.set(row.path, row.file_id);
     await trx.insertInto('catalog_data_files').values(rows).execute();
   }
+  return ids;
+}
+
+/** Checks a maintenance commit's `replaces`: each added file replaces files the commit removes, each removed file once. */
+function checkReplaces(input: CommitInput, leaving: string[]): void {
+  if (!input.replaces) return;
+  if (input.operation !== 'maintenance') throw invalidCommit('Only a maintenance commit replaces files');
+  const removed = new Set(leaving);
+  const seen = new Set<string>();
+  const added = new Set(input.addFiles.map((f) => f.path));
+  for (const [path, replaced] of Object.entries(input.replaces)) {
+    if (!added.has(path)) throw invalidCommit(`File ${path} replaces files but is not added by the commit`);
+    for (const id of replaced) {
+      if (!removed.has(id) || seen.has(id)) throw invalidCommit(`File ${path} replaces files the commit does not remove (or another added file replaces them)`);
+      seen.add(id);
+    }
+  }
+}
+
+/** The removed files, each marked removed in the snapshot and, when a rewrite replaced it, with the file holding its rows now. */
+async function markRemovedAndReplaced(trx: Executor, snapshotId: number, input: CommitInput, leaving: string[], added: Map<string, string>): Promise<void> {
+  const replaced = new Set<string>();
+  for (const [path, ids] of Object.entries(input.replaces ?? {})) {
+    for (let i = 0; i < ids.length; i += INSERT_BATCH) {
+      await trx
+        .updateTable('catalog_data_files')
+        .set({ removed_in_snapshot: snapshotId, replaced_by: added.get(path)! })
+        .where('file_id', 'in', ids.slice(i, i + INSERT_BATCH))
+        .execute();
+    }
+    for (const id of ids) replaced.add(id);
+  }
+  await markRemoved(trx, snapshotId, replaced.size === 0 ? leaving : leaving.filter((id) => !replaced.has(id)));
 }
 
 async function markRemoved(trx: Executor, snapshotId: number, fileIds: string[]): Promise<void> {
@@ -155,6 +190,7 @@ export async function commitSnapshotIn(trx: Executor, input: CommitInput, intern
   const parent = dataset.current_snapshot_id === null ? undefined : await requireSnapshot(trx, dataset.current_snapshot_id);
   if (!internal.reusePaths) await refuseKnownPaths(trx, input.addFiles);
   const leaving = await filesLeaving(trx, dataset.dataset_id, input);
+  checkReplaces(input, leaving.ids);
   const snapshot = await trx
     .insertInto('catalog_snapshots')
     .values({
@@ -172,8 +208,8 @@ export async function commitSnapshotIn(trx: Executor, input: CommitInput, intern
     })
     .returningAll()
     .executeTakeFirstOrThrow();
-  await insertFiles(trx, dataset.dataset_id, snapshot.snapshot_id, input.addFiles);
-  await markRemoved(trx, snapshot.snapshot_id, leaving.ids);
+  const added = await insertFiles(trx, dataset.dataset_id, snapshot.snapshot_id, input.addFiles);
+  await markRemovedAndReplaced(trx, snapshot.snapshot_id, input, leaving.ids, added);
   await trx.updateTable('catalog_datasets').set({ current_snapshot_id: snapshot.snapshot_id }).where('dataset_id', '=', dataset.dataset_id).execute();
   return snapshot;
 }

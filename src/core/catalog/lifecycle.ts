@@ -262,7 +262,10 @@ export async function expireSnapshotsIn(trx: Executor, key: DatasetKey, options:
   // Also catches files an earlier expiry left (nothing else ever removes file rows).
   const files = await unneededFiles(trx, dataset.dataset_id, []);
   for (let i = 0; i < files.length; i += 1000) {
-    await trx.deleteFrom('catalog_data_files').where('file_id', 'in', files.slice(i, i + 1000).map((f) => f.file_id)).execute();
+    const ids = files.slice(i, i + 1000).map((f) => f.file_id);
+    // A compacted file that goes stops standing in for the files it replaced (Catalog.readFiles, docs/compaction.md).
+    await trx.updateTable('catalog_data_files').set({ replaced_by: null }).where('replaced_by', 'in', ids).execute();
+    await trx.deleteFrom('catalog_data_files').where('file_id', 'in', ids).execute();
   }
   const paths = await unnamedPaths(trx, files, false);
   await queueDeletions(trx, paths, graceMs);

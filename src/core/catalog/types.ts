@@ -68,4 +68,9 @@ export interface CommitInput {
   removeFileIds?: string[];
   /** An append whose parent moved on is committed on top of the latest snapshot instead of failing. */
   rebaseAppends?: boolean;
+  /**
+   * Maintenance: which removed files each added file rewrote (added path → file ids, rows in that
+   * order). Reads of older snapshots holding all of them may read the added file instead (Catalog.readFiles).
+   */
+  replaces?: Record<string, string[]>;
 }

@@ -8,6 +8,7 @@ import { countFileNewlines, csvDialect, csvRecordLine, csvRecordLines, jsonlReco
 import { decodingBody, notUtf8InFile, notUtf8Message, type TextEncoding } from './encoding.ts';
 import { INPUT_LIMITS, jsonFileTooDeep } from './input-limits.ts';
 import { IPV4_REGEX, decimalParts, isNestedType, normalizeType, physicalType } from './types.ts';
+import { datasetRelation } from './relation.ts';
 import { quoteIdent, quoteString } from './sql.ts';
 
 export type FileFormat = 'csv' | 'jsonl' | 'parquet';
@@ -855,6 +856,26 @@ export class Ingestor {
       );
       return { columns: names.map((name, i) => ({ name, type: types[i] })), rows };
     }, this.single);
+  }
+
+  /**
+   * Compaction: rewrites a dataset's Parquet files into one, with the dataset's columns (a file written
+   * under an older definition gets NULL for a column it lacks; every column cast to its current type),
+   * keeping the rows in order — the files in the order given, each file's rows in its own order
+   * (preserve_insertion_order) — and with the statistics an upload's file gets.
+   */
+  async rewrite(input: { files: string[]; columns: { name: string; type: string }[]; destination: string }): Promise<{ rows: number; bytes: number; stats: ConvertedFile['stats'] }> {
+    return this.withConnection(async (c) => {
+      const relation = await datasetRelation(c, { files: input.files, columns: input.columns });
+      try {
+        const result = await c.runAndReadAll(`COPY (${relation}) TO ${quoteString(input.destination)} (FORMAT parquet, COMPRESSION snappy, ROW_GROUP_SIZE ${ROW_GROUP_ROWS})`);
+        const rows = Number((result.getRowObjectsJson()[0] as { Count: string }).Count);
+        return { rows, ...(await this.statistics(c, input.destination, input.columns.map((col) => ({ ...col, nullable: true })))) };
+      } catch (error) {
+        await fs.rm(input.destination, { force: true });
+        throw error;
+      }
+    });
   }
 
   /** Writes a slice of a result file to `destination` as CSV (with header), newline-delimited JSON or Parquet. */

@@ -285,6 +285,7 @@ describe("Lakeport's own statements", () => {
       ['GRANT reader ON ws.c TO alice', 'grant'],
       ['-- why\nrevoke writer ON ws FROM bob;', 'revoke'],
       ['ALTER WORKSPACE sales SET deletion_protection = true', 'alter_workspace'],
+      ['alter dataset sales.orders.daily compact', 'alter_dataset'],
       ['GRANT this is not even valid', 'grant'],
       ['CREATE OR REPLACE VIEW ws.c.v AS SELECT 1', 'create_view'],
       ['DROP VIEW IF EXISTS ws.c.v', 'drop_view'],

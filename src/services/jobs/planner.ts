@@ -162,7 +162,7 @@ const quote = (s: string) => `"${s.replace(/"/g, '""')}"`;
  */
 export class QueryPlanner {
   /** Snapshot id → its data files' blob keys (immutable once committed), bounded by the number of keys kept. */
-  private readonly filesOf = new LRUCache<number, string[]>({ maxSize: 100_000, sizeCalculation: (keys) => keys.length + 1 });
+  private readonly filesOf = new LRUCache<number, { keys: string[]; current: number | null }>({ maxSize: 100_000, sizeCalculation: (entry) => entry.keys.length + 1 });
 
   constructor(
     private readonly analyzer: SqlAnalyzer,
@@ -415,7 +415,7 @@ export class QueryPlanner {
 
   private async view(name: [string, string, string], dataset: Dataset, snapshotId: number | null, options: { withFiles: boolean; lease?: { holder: string; ttlMs: number } }): Promise<SandboxView> {
     if (options.withFiles && options.lease && snapshotId !== null) await this.catalog.leaseSnapshots([snapshotId], options.lease.holder, options.lease.ttlMs);
-    const keys = options.withFiles && snapshotId !== null ? await this.snapshotFiles(snapshotId) : [];
+    const keys = options.withFiles && snapshotId !== null ? await this.snapshotFiles(snapshotId, dataset.current_snapshot_id) : [];
     return {
       name,
       columns: dataset.columns.map((c) => ({ name: c.name, type: c.type })),
@@ -428,13 +428,18 @@ export class QueryPlanner {
     return this.catalog.releaseLeases(holder);
   }
 
-  /** The blob keys of a snapshot's data files: a committed snapshot never changes, so they are read once and kept. */
-  private async snapshotFiles(snapshotId: number): Promise<string[]> {
-    let keys = this.filesOf.get(snapshotId);
-    if (!keys) {
-      keys = (await this.catalog.snapshotFiles(snapshotId)).map((f) => f.path);
-      this.filesOf.set(snapshotId, keys);
+  /**
+   * The blob keys of a snapshot's data files (compacted runs read as their compacted file,
+   * Catalog.readFiles), kept while the dataset's current snapshot stays the same: a later compaction
+   * may let an older snapshot read fewer files, and it moves the current snapshot.
+   */
+  private async snapshotFiles(snapshotId: number, current: number | null): Promise<string[]> {
+    let cached = this.filesOf.get(snapshotId);
+    if (!cached || cached.current !== current) {
+      cached = { keys: (await this.catalog.readFiles(snapshotId)).map((f) => f.path), current };
+      this.filesOf.set(snapshotId, cached);
     }
-    return keys;
+    return cached.keys;
   }
+
 }

@@ -63,7 +63,7 @@ const PIN_RENEW_MS = 5 * 60_000;
  */
 export class ODataService {
   /** Snapshots and their file lists never change; paging needs them for every page, so they are kept. */
-  private readonly snapshotFiles = new LRUCache<number, DataFile[]>({ max: 1_000 });
+  private readonly snapshotFiles = new LRUCache<number, { files: DataFile[]; current: number | null }>({ max: 1_000 });
   private readonly snapshots = new LRUCache<number, Snapshot>({ max: 1_000 });
 
   /** When this process last leased each snapshot (see pin). */
@@ -184,7 +184,7 @@ export class ODataService {
     const ref = refOf(dataset);
     // A dataset created but never committed reads as empty at @current; every other selector needs a snapshot.
     const snapshot = selector.kind === 'current' && dataset.current_snapshot_id === null ? null : await this.snapshotOf(dataset, selector);
-    const [files, tags] = snapshot ? await Promise.all([this.filesOf(snapshot), options.tags ? this.deps.catalog.listTags(dataset.dataset_id) : []]) : [[], []];
+    const [files, tags] = snapshot ? await Promise.all([this.filesOf(snapshot, dataset), options.tags ? this.deps.catalog.listTags(dataset.dataset_id) : []]) : [[], []];
     return { ref, dataset, snapshot, files, tags: tags.filter((t) => t.snapshot_id === snapshot?.snapshot_id), role, policies };
   }
 
@@ -197,13 +197,19 @@ export class ODataService {
     return snapshot;
   }
 
-  private async filesOf(snapshot: Snapshot): Promise<DataFile[]> {
-    let files = this.snapshotFiles.get(snapshot.snapshot_id);
-    if (!files) {
-      files = await this.deps.catalog.snapshotFiles(snapshot.snapshot_id);
-      this.snapshotFiles.set(snapshot.snapshot_id, files);
+  /**
+   * The files to read for a snapshot, kept per snapshot while the dataset's current snapshot stays the
+   * same: a later compaction may let an older snapshot read fewer files (Catalog.readFiles), and it
+   * moves the current snapshot, so the list is made again once.
+   */
+  private async filesOf(snapshot: Snapshot, dataset: Dataset): Promise<DataFile[]> {
+    let cached = this.snapshotFiles.get(snapshot.snapshot_id);
+    if (!cached || cached.current !== dataset.current_snapshot_id) {
+      // Compacted runs read as their compacted file: the same rows in the same order (Catalog.readFiles).
+      cached = { files: await this.deps.catalog.readFiles(snapshot.snapshot_id), current: dataset.current_snapshot_id };
+      this.snapshotFiles.set(snapshot.snapshot_id, cached);
     }
-    return files;
+    return cached.files;
   }
 
   /** A read session over the version's files (the caller closes it). */

@@ -72,7 +72,7 @@ export interface UploadDeps {
   scratchDir: string;
   limits?: Partial<UploadLimits>;
   log: Logger;
-  /** Told of every committed snapshot (REFRESH ON COMMIT materialized views over the dataset are queued); must not throw. */
+  /** Told of every committed snapshot's dataset (automatic compaction, REFRESH ON COMMIT materialized views); must not throw. */
   onCommitted?: (datasetId: string) => void;
 }
 

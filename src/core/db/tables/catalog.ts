@@ -104,6 +104,8 @@ export interface CatalogDataFilesTable {
   column_stats: Json<Record<string, ColumnStats>>;
   added_in_snapshot: number;
   removed_in_snapshot: number | null;
+  /** The compaction output holding this file's rows now (migration 0021). */
+  replaced_by: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 export interface CatalogTagsTable {
@@ -129,6 +131,14 @@ export interface CatalogSnapshotLeasesTable {
   expires_at: ColumnType<Date, Date | string, Date | string>;
 }
 
+/** A compaction under way: at most one holder per dataset (migration 0021). */
+export interface CatalogMaintenanceLeasesTable {
+  dataset_id: string;
+  holder: string;
+  acquired_at: DefaultTimestamp;
+  expires_at: Date;
+}
+
 export interface CatalogTables {
   catalog_namespaces: CatalogNamespacesTable;
   catalog_collections: CatalogCollectionsTable;
@@ -138,4 +148,5 @@ export interface CatalogTables {
   catalog_tags: CatalogTagsTable;
   catalog_file_deletions: CatalogFileDeletionsTable;
   catalog_snapshot_leases: CatalogSnapshotLeasesTable;
+  catalog_maintenance_leases: CatalogMaintenanceLeasesTable;
 }

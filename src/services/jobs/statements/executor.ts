@@ -5,15 +5,17 @@ import type { PolicyChange, PolicyPlanner, PolicyRow } from '../../policy/index.
 import type { ParamValue } from '../types.ts';
 import { AppError, isAppError, type ErrorCode } from '../../../core/errors/index.ts';
 import { StatementError, statementError, type Span } from './errors.ts';
-import type { AlterDatasetSort, AlterWorkspace, CommentOn, CreateSecret, CreateTag, CreateView, DatasetName, DropTag, DropView, GrantStatement, LakeportStatement, Located, WorkspaceProperty } from './parser.ts';
+import type { AlterDatasetCompact, AlterDatasetSort, AlterWorkspace, CommentOn, CreateSecret, CreateTag, CreateView, DatasetName, DropTag, DropView, GrantStatement, LakeportStatement, Located, WorkspaceProperty } from './parser.ts';
 import type { ViewDescriber } from '../views.ts';
-import type { JobRow } from '../repo.ts';
+import type { StatementOutcome } from './outcome.ts';
 import type { ColumnDef } from '../../../core/db/index.ts';
 import { LifecycleStatements } from './lifecycle.ts';
 import { MaterializedViewStatements } from './materialized-views.ts';
+
+export type { StatementOutcome } from './outcome.ts';
 import type { QueryPlanner } from '../planner.ts';
-import type { BlobStore } from '../../../core/storage/index.ts';
 import type { MaterializedViews } from '../mviews/service.ts';
+import type { Compactor } from '../../upload/index.ts';
 import type { SecretStore } from './secret-store.ts';
 import { checkSecretShape, checkSecretValues, type HostResolver } from './secret-types.ts';
 
@@ -29,7 +31,8 @@ export interface ExecutorDeps {
   /** Materialized views: their select is planned as a job would be; refreshes are queued through `materializedViews`. */
   planner: QueryPlanner;
   materializedViews: MaterializedViews;
-  blobs: BlobStore;
+  /** ALTER DATASET … COMPACT runs through the upload module's compactor (absent: the statement is not available). */
+  compactor?: Compactor;
 }
 
 /** Planner refusals a CREATE VIEW answers with their own code; the others are INVALID_VIEW_DEFINITION. */
@@ -38,12 +41,6 @@ const VIEW_PLAN_CODES = new Set<ErrorCode>(['DATASET_NOT_FOUND', 'VIEW_SOURCE_NO
 const labelOf = (ref: DatasetName) => `${ref.workspace}.${ref.collection}.${ref.dataset}`;
 const KIND_WORDS: Record<string, string> = { table: 'a table', view: 'a view', materialized_view: 'a materialized view', external: 'an external dataset' };
 
-/** What a statement did (or, checked without running, would do): the one-row result of its job. */
-export interface StatementOutcome {
-  message: string;
-  /** A job the statement answers with instead of a finished one of its own (REFRESH: the refresh job). */
-  job?: JobRow;
-}
 
 /**
  * Runs Lakeport statements for a caller: every permission through core/authz, every effect through
@@ -99,6 +96,8 @@ export class StatementExecutor {
         return this.materializedViews.refresh(caller, statement, options.dryRun);
       case 'drop_materialized_view':
         return this.materializedViews.drop(caller, statement, options.dryRun);
+      case 'alter_dataset_compact':
+        return this.alterDatasetCompact(caller, statement, options.dryRun);
     }
   }
 
@@ -249,7 +248,7 @@ export class StatementExecutor {
   // ── tags ──
 
   /** The dataset, for a caller who may write it: unreadable ones look missing, readable-only ones are 403. */
-  private async writableDataset(caller: Principal, s: CreateTag | DropTag): Promise<Dataset> {
+  private async writableDataset(caller: Principal, s: { dataset: CreateTag['dataset'] }): Promise<Dataset> {
     const ref = s.dataset.value;
     const label = `${ref.workspace}.${ref.collection}.${ref.dataset}`;
     const resource: Resource = { workspace: ref.workspace, collection: ref.collection, dataset: ref.dataset };
@@ -467,6 +466,31 @@ export class StatementExecutor {
     if (dryRun) return { message: sortOrder ? `Would declare ${label} sorted by ${described}` : `Would remove the sort order of ${label}` };
     await this.at(s.span, () => this.deps.catalog.alterDataset(dataset.dataset_id, { properties: { sort_order: sortOrder } }, caller.identity, { expectedDefinitionVersion: dataset.definition_version }));
     return { message: sortOrder ? `${label} is declared sorted by ${described}` : `${label} has no declared sort order` };
+  }
+
+  // ── ALTER DATASET … COMPACT ──
+
+  /**
+   * Rewrites the small files of the dataset's current snapshot as a maintenance snapshot (same rows,
+   * same order). Needs writer on the dataset, like any commit to it; the dry run says what it would do.
+   */
+  private async alterDatasetCompact(caller: Principal, s: AlterDatasetCompact, dryRun: boolean): Promise<StatementOutcome> {
+    const { compactor } = this.deps;
+    if (!compactor) throw statementError('STATEMENT_NOT_SUPPORTED', 'ALTER DATASET … COMPACT is not available in this process', s.action);
+    const dataset = await this.writableDataset(caller, s);
+    const label = `${dataset.workspace}.${dataset.collection}.${dataset.name}`;
+    if (dryRun) {
+      const plan = await compactor.planOf(dataset);
+      const run = plan.files.length - plan.from;
+      if (!plan.groups.some((g) => g.length > 1)) return { message: `Nothing to compact in ${label}: ${plan.files.length} file(s), none to merge` };
+      return { message: `Would compact ${label}: ${run} of its ${plan.files.length} files into ${plan.outputs}` };
+    }
+    const r = await this.at(s.action, () => compactor.compact(dataset.dataset_id, caller.identity));
+    if (r.status === 'nothing_to_compact') return { message: `Nothing to compact in ${label}: ${r.filesBefore} file(s), none to merge` };
+    const folded = r.foldedCommits > 0 ? `, with ${r.foldedCommits} commit(s) that landed meanwhile` : '';
+    return {
+      message: `Compacted ${label}: ${r.filesBefore} files before, ${r.filesAfter} after (${r.filesRewritten} rewritten into ${r.filesWritten}, ${r.rows} rows${folded}); maintenance snapshot ${r.snapshotId}`,
+    };
   }
 }
 

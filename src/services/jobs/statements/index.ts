@@ -8,6 +8,7 @@ import type { BlobStore } from '../../../core/storage/index.ts';
 import type { Logger } from '../../../core/logger.ts';
 import type { WorkspaceDirectory } from '../../accounts/index.ts';
 import type { PolicyPlanner } from '../../policy/index.ts';
+import type { Compactor } from '../../upload/index.ts';
 import type { JobRepo, JobRow } from '../repo.ts';
 import type { ParamValue } from '../types.ts';
 import { placeOf, StatementError, toHttpError } from './errors.ts';
@@ -32,6 +33,8 @@ export interface StatementOptions {
   sealer: Sealer;
   /** How http_endpoint host names are resolved (tests pass their own). */
   resolveHost?: HostResolver;
+  /** ALTER DATASET … COMPACT (the upload module's compactor). */
+  compactor?: Compactor;
 }
 
 export interface StatementDeps extends StatementOptions {
@@ -53,7 +56,7 @@ const RESULT_COLUMNS = [{ name: 'status', type: 'VARCHAR' }];
 
 /**
  * Lakeport's own statements (CREATE SECRET, GRANT, REVOKE, CREATE/DROP TAG, ALTER WORKSPACE, CREATE/DROP
- * VIEW, COMMENT ON, DROP/UNDROP DATASET, ALTER DATASET, CREATE/REFRESH/DROP MATERIALIZED VIEW) as the
+ * VIEW, COMMENT ON, DROP/UNDROP DATASET, ALTER DATASET (… COMPACT rewrites only the small files), CREATE/REFRESH/DROP MATERIALIZED VIEW) as the
  * job service runs them: they change metadata only, so they run inside the submit request. Success is
  * a job that is already `succeeded`, with a one-row result (`status`: what was done) — except REFRESH
  * MATERIALIZED VIEW, which answers with the refresh job (queued, or the one in progress) that the
@@ -78,7 +81,7 @@ export class LakeportStatements {
       views: deps.views,
       planner: deps.planner,
       materializedViews: deps.materializedViews,
-      blobs: deps.blobs,
+      compactor: deps.compactor,
     });
   }
 

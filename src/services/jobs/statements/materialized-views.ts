@@ -4,7 +4,11 @@ import { AppError, appError, CORE_ERRORS, type ErrorCode } from '../../../core/e
 import { normalizeType, Sandbox, SandboxQueryError, tokenizeSql } from '../../../core/engine/index.ts';
 import { JOBS_ERRORS } from '../errors.ts';
 import { StatementError, statementError, type Span } from './errors.ts';
-import type { ExecutorDeps, StatementOutcome } from './executor.ts';
+import type { Authorizer } from '../../../core/authz/index.ts';
+import type { Catalog } from '../../../core/catalog/index.ts';
+import type { MaterializedViews } from '../mviews/service.ts';
+import type { QueryPlanner } from '../planner.ts';
+import type { StatementOutcome } from './outcome.ts';
 import type { CreateMaterializedView, DropMaterializedView, RefreshMaterializedView, RefreshPolicy } from './parser.ts';
 
 /** A refresh policy as CREATE MATERIALIZED VIEW writes it (and $metadata shows it). */
@@ -32,13 +36,22 @@ function planError(code: string, message: string, span: Span): StatementError {
 
 const label = (d: { workspace: string; collection: string; dataset?: string; name?: string }) => `${d.workspace}.${d.collection}.${d.dataset ?? d.name}`;
 
+export interface MaterializedViewStatementDeps {
+  authz: Authorizer;
+  catalog: Catalog;
+  /** The select is planned as the caller's query job would be. */
+  planner: QueryPlanner;
+  /** Where refreshes are queued. */
+  materializedViews: MaterializedViews;
+}
+
 /**
  * CREATE [OR REPLACE] / REFRESH / DROP MATERIALIZED VIEW (docs/materialized-views.md): writer on the
  * view's name; the select is planned for the caller as a job would be; refreshes are jobs.
  */
 export class MaterializedViewStatements {
   constructor(
-    private readonly deps: ExecutorDeps,
+    private readonly deps: MaterializedViewStatementDeps,
     private readonly at: <T>(span: Span, fn: () => Promise<T>) => Promise<T>,
   ) {}
 

@@ -428,7 +428,6 @@ describe('dataset lifecycle statements', () => {
     ["ALTER DATASET a.b.c EXPIRE SNAPSHOTS OLDER THAN '7 parsecs'", 'INVALID_INTERVAL', "'7 parsecs'"],
     ['ALTER DATASET a.b.c EXPIRE SNAPSHOTS OLDER THAN 7 DAYS RETAIN 3', 'SYNTAX_ERROR', '3'],
     ['ALTER DATASET a.b.c EXPIRE SNAPSHOTS OLDER THAN 7 DAYS extra', 'SYNTAX_ERROR', 'extra'],
-    ['ALTER DATASET a.b.c COMPACT', 'SYNTAX_ERROR', 'COMPACT'],
   ])('%s → %s', (sql, code, at) => {
     const error = errorOf(sql);
     expect(error.code).toBe(code);
@@ -436,10 +435,28 @@ describe('dataset lifecycle statements', () => {
   });
 });
 
+describe('ALTER DATASET … COMPACT', () => {
+  it.each(['ALTER DATASET sales.orders.daily COMPACT', 'alter dataset "sales".orders."daily" compact;', 'ALTER /* c */ DATASET sales.orders.daily\n  COMPACT -- now'])('%s', (sql) => {
+    expect(parseStatement(sql)).toMatchObject({ kind: 'alter_dataset_compact', dataset: { value: { workspace: 'sales', collection: 'orders', dataset: 'daily' } } });
+  });
+
+  it.each([
+    ['ALTER DATASET sales.orders COMPACT', 'SYNTAX_ERROR', 'COMPACT'],
+    ['ALTER DATASET sales.orders.daily.x COMPACT', 'SYNTAX_ERROR', '.'],
+    ['ALTER DATASET sales.orders.daily', 'SYNTAX_ERROR', 'daily'],
+    ['ALTER DATASET sales.orders.daily SHRINK', 'SYNTAX_ERROR', 'SHRINK'],
+    ['ALTER DATASET sales.orders.daily COMPACT FULL', 'SYNTAX_ERROR', 'FULL'],
+    ['ALTER DATASET sales.orders.daily COMPACT; SELECT 1', 'MULTIPLE_STATEMENTS', 'SELECT'],
+    ['ALTER DATASET sales.orders.bad-name COMPACT', 'SYNTAX_ERROR', '-'],
+  ])('%s → %s', (sql, code, at) => {
+    expect(errorOf(sql)).toMatchObject({ code, at });
+  });
+});
+
 describe('fuzzed statements', () => {
   const words = fc.constantFrom(
     'CREATE', 'OR', 'REPLACE', 'SECRET', 'IF', 'NOT', 'EXISTS', 'IN', 'TYPE', 'KEY', 'SCOPE', 'URL', "'http_endpoint'", "'gcs_service_account'", "'x'", ':p', ':', '(', ')', ',', ';',
-    'GRANT', 'REVOKE', 'ON', 'TO', 'FROM', 'reader', 'owner', 'ws', '.', '*', 'TAG', 'DROP', 'AT', 'VERSION', '=', '>', '42', 'ALTER', 'WORKSPACE', 'SET', 'deletion_protection', 'TRUE', 'DATASET', 'UNDROP', 'ROLLBACK', 'SNAPSHOT', 'EXPIRE', 'SNAPSHOTS', 'OLDER', 'THAN', 'INTERVAL', "'7 days'", 'DAYS', 'RETAIN', 'LAST',
+    'GRANT', 'REVOKE', 'ON', 'TO', 'FROM', 'reader', 'owner', 'ws', '.', '*', 'TAG', 'DROP', 'AT', 'VERSION', '=', '>', '42', 'ALTER', 'WORKSPACE', 'SET', 'deletion_protection', 'TRUE', 'DATASET', 'COMPACT', 'UNDROP', 'ROLLBACK', 'SNAPSHOT', 'EXPIRE', 'SNAPSHOTS', 'OLDER', 'THAN', 'INTERVAL', "'7 days'", 'DAYS', 'RETAIN', 'LAST',
     '"q"', '$$v$$', "E'x'", '--', '/*', '\u0000', '\n', "'", '"', '$1', '?', 'USER', 'SERVICE_ACCOUNT', '2024x.y',
   );
   const statement = fc.oneof(

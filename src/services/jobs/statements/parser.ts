@@ -29,6 +29,7 @@ import { readInterval } from './interval.ts';
  *   CREATE [OR REPLACE] MATERIALIZED VIEW <ws>.<coll>.<name> [COMMENT '…'] [REFRESH EVERY <interval> | REFRESH ON COMMIT | REFRESH MANUAL] AS <select>
  *   REFRESH MATERIALIZED VIEW <ws>.<coll>.<name>         (docs/materialized-views.md)
  *   DROP MATERIALIZED VIEW [IF EXISTS] <ws>.<coll>.<name>
+ *   ALTER DATASET <ws>.<coll>.<ds> COMPACT                    (docs/compaction.md)
  *
  * Keywords are case-insensitive. Names are bare words or "quoted identifiers" and are lowercased
  * either way (Lakeport's names are); a principal keeps the case of a quoted identifier or a
@@ -211,6 +212,15 @@ export interface DropMaterializedView {
   span: Span;
 }
 
+/** ALTER DATASET … COMPACT (docs/compaction.md): rewrite the small files of the current snapshot. */
+export interface AlterDatasetCompact {
+  kind: 'alter_dataset_compact';
+  dataset: Located<DatasetName>;
+  /** The COMPACT keyword. */
+  action: Span;
+  span: Span;
+}
+
 export type LakeportStatement =
   | CreateSecret
   | GrantStatement
@@ -227,9 +237,10 @@ export type LakeportStatement =
   | AlterDatasetExpire
   | CreateMaterializedView
   | RefreshMaterializedView
-  | DropMaterializedView;
+  | DropMaterializedView
+  | AlterDatasetCompact;
 /** `alter_dataset` is the shared head of ALTER DATASET …, whose action decides the statement. */
-export type StatementKind = Exclude<LakeportStatement['kind'], 'alter_dataset_sort' | 'alter_dataset_rollback' | 'alter_dataset_expire'> | 'alter_secret' | 'alter_dataset';
+export type StatementKind = Exclude<LakeportStatement['kind'], 'alter_dataset_sort' | 'alter_dataset_rollback' | 'alter_dataset_expire' | 'alter_dataset_compact'> | 'alter_secret' | 'alter_dataset';
 
 /** Secret names: letters, digits and underscores, not starting with a digit. */
 export const SECRET_NAME_REGEX = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
@@ -1184,12 +1195,14 @@ class Parser {
         return this.alterDatasetRollback(start, dataset);
       case 'EXPIRE':
         return this.alterDatasetExpire(start, dataset);
+      case 'COMPACT':
+        return this.alterDatasetCompact(start, dataset);
       case 'SET':
       case 'UNSET':
         if (this.isWord('SORTED', 1)) return this.alterDatasetSort(start, dataset, action === 'SET' ? 'set' : 'unset');
         this.expected('SET SORTED BY (…) or UNSET SORTED BY');
       default:
-        this.expected('ROLLBACK TO …, EXPIRE SNAPSHOTS …, SET SORTED BY (…) or UNSET SORTED BY');
+        this.expected('ROLLBACK TO …, EXPIRE SNAPSHOTS …, COMPACT, SET SORTED BY (…) or UNSET SORTED BY');
     }
   }
 
@@ -1259,7 +1272,14 @@ class Parser {
     }
     return { kind: 'alter_dataset_expire', dataset, olderThan, retainLast, span: this.spanFrom(start) };
   }
+
+  private alterDatasetCompact(start: number, dataset: Located<DatasetName>): AlterDatasetCompact {
+    const keyword = this.expectWord('COMPACT');
+    return { kind: 'alter_dataset_compact', dataset, action: { start: keyword.start, end: keyword.end }, span: this.spanFrom(start) };
+  }
 }
+
+// (ALTER DATASET is below ALTER WORKSPACE, inside the class.)
 
 // ── history text ──
 

@@ -61,6 +61,7 @@ export function file(rows: number, stats: DataFile['column_stats'], overrides: P
     column_stats: stats,
     added_in_snapshot: 1,
     removed_in_snapshot: null,
+    replaced_by: null,
     ...overrides,
   };
 }
