@@ -87,8 +87,12 @@ export class MaterializedViewRefresher {
         : { status: 'failed', error: { code: 'JOB_TIMEOUT', message: `The refresh ran longer than its ${Math.round(job.timeout_ms / 1000)} s limit; the view keeps its last snapshot` } };
 
     const parent = dataset.current_snapshot_id;
-    const prepared = await this.deps.planner.prepare({ identity: view.owner, permissions: view.owner_permissions }, view.definition, {}, { withFiles: true });
+    // The sources' snapshots are leased for the refresh, so EXPIRE SNAPSHOTS cannot take them meanwhile (docs/lifecycle.md).
+    const lease = { holder: `job:${job.execution_id}`, ttlMs: job.timeout_ms + 5 * 60_000 };
+    const releaseLease = () => this.deps.planner.releaseLeases(lease.holder).catch((error: unknown) => this.log.warn({ err: error, execution_id: job.execution_id }, 'could not release the leases of a refresh; they expire by themselves'));
+    const prepared = await this.deps.planner.prepare({ identity: view.owner, permissions: view.owner_permissions }, view.definition, {}, { withFiles: true, lease });
     if (!prepared.ok) {
+      await releaseLease();
       return fail(prepared.error.code, `Refresh of ${label} failed (it runs with the grants of its owner ${view.owner}; the view keeps its last snapshot): ${prepared.error.message}`);
     }
     let local: string | undefined = await this.deps.blobs.tempPath('.parquet');
@@ -151,6 +155,7 @@ export class MaterializedViewRefresher {
       if (isAppError(error, 'DATASET_NOT_FOUND')) return { status: 'failed', error: { code: 'MATERIALIZED_VIEW_NOT_FOUND', message: `${label} was dropped while it was being refreshed` } };
       throw error;
     } finally {
+      await releaseLease();
       if (local) await fs.rm(local, { force: true });
       if (key) await this.deps.blobs.delete(key).catch((error: unknown) => this.log.warn({ err: error, key }, 'could not remove the file of a refresh that was not committed'));
     }

@@ -8,6 +8,8 @@ import type { AlterDatasetExpire, AlterDatasetRollback, DatasetName, DropDataset
 export interface LifecycleStatementDeps {
   authz: Authorizer;
   catalog: Catalog;
+  /** A rollback is a commit: REFRESH ON COMMIT materialized views over the dataset are queued. */
+  materializedViews?: { committedInBackground(datasetId: string): void };
 }
 
 /**
@@ -70,6 +72,7 @@ export class LifecycleStatements {
     const rows = Number(result.target.total_records);
     if (result.unchanged) return { message: `Dataset ${label} is at snapshot ${result.target.snapshot_id} already; nothing changed` };
     if (dryRun) return { message: `Would roll back dataset ${label} to snapshot ${result.target.snapshot_id} (${rows} rows) as a new snapshot` };
+    this.deps.materializedViews?.committedInBackground(dataset.dataset_id);
     return { message: `Dataset ${label} rolled back to snapshot ${result.target.snapshot_id}: new snapshot ${result.snapshot!.snapshot_id} (${rows} rows)` };
   }
 
