@@ -25,6 +25,7 @@ import {
   dropDatasetIn,
   dueDeletions,
   expireSnapshotsIn,
+  filesOfSnapshot,
   findRestorable,
   leaseSnapshotsIn,
   purgeDroppedIn,
@@ -398,18 +399,7 @@ export class Catalog {
 
   /** The data files that make up a snapshot: added at or before it and not removed at or before it. 410 when it expired. */
   async snapshotFiles(snapshotId: number): Promise<DataFile[]> {
-    const snapshot = await requireLiveSnapshot(this.db.kysely, snapshotId);
-    return this.db.kysely
-      .selectFrom('catalog_data_files as f')
-      .innerJoin('catalog_snapshots as added', 'added.snapshot_id', 'f.added_in_snapshot')
-      .leftJoin('catalog_snapshots as removed', 'removed.snapshot_id', 'f.removed_in_snapshot')
-      .selectAll('f')
-      .where('f.dataset_id', '=', snapshot.dataset_id)
-      .where('added.sequence', '<=', snapshot.sequence)
-      .where((eb) => eb.or([eb('removed.sequence', 'is', null), eb('removed.sequence', '>', snapshot.sequence)]))
-      .orderBy('added.sequence')
-      .orderBy('f.path')
-      .execute();
+    return filesOfSnapshot(this.db.kysely, await requireLiveSnapshot(this.db.kysely, snapshotId));
   }
 
   // ── maintenance (docs/compaction.md) ──────────────────────────────────────

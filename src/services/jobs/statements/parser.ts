@@ -988,32 +988,40 @@ class Parser {
     this.expectWord('VIEW');
     if (this.isWord('IF')) this.fail('STATEMENT_NOT_SUPPORTED', 'CREATE VIEW has no IF NOT EXISTS: use CREATE OR REPLACE VIEW');
     const name = this.datasetName('view');
-    let comment: Located<string> | undefined;
-    if (this.acceptWord('COMMENT')) {
-      this.acceptOperator('=');
-      const t = this.peek();
-      if (t?.kind !== 'string') this.expected("the view's description as a 'string'");
-      this.next();
-      comment = { value: this.decodeString(t), start: t.start, end: t.end };
-    }
+    const comment = this.acceptWord('COMMENT') ? this.commentText() : undefined;
     this.expectWord('AS', 'AS <select>');
-    let last = this.tokens.length - 1;
-    while (last >= this.i && this.tokens[last].kind === 'operator' && this.tokens[last].text === ';') last--;
-    if (last < this.i) this.expected('the SELECT the view stands for');
-    const from = this.tokens[this.i].start;
-    const to = this.tokens[last].end;
-    this.i = this.tokens.length;
-    return { kind: 'create_view', orReplace, name, comment, query: { value: this.sql.slice(from, to), start: from, end: to }, span: { start, end: to } };
+    const query = this.selectAfterAs();
+    return { kind: 'create_view', orReplace, name, comment, query, span: this.spanFrom(start) };
+  }
+
+  /** After COMMENT: `[=] '<text>'`. */
+  private commentText(): Located<string> {
+    this.acceptOperator('=');
+    const t = this.peek();
+    if (t?.kind !== 'string') this.expected("a description in quotes: COMMENT '…'");
+    this.next();
+    return { value: this.decodeString(t), start: t.start, end: t.end };
+  }
+
+  /** The SELECT after AS as the user wrote it, up to a top-level `;` (which end() then checks), and where it starts. */
+  private selectAfterAs(): Located<string> {
+    const first = this.peek();
+    const from = this.i;
+    let depth = 0;
+    while (this.peek() && !(depth === 0 && this.isOperator(';'))) {
+      const t = this.next()!;
+      if (t.kind === 'operator' && t.text === '(') depth++;
+      if (t.kind === 'operator' && t.text === ')') depth--;
+    }
+    if (!first || this.i === from) this.expected('a SELECT after AS');
+    const last = this.tokens[this.i - 1];
+    return { value: this.sql.slice(first.start, last.end), start: first.start, end: last.end };
   }
 
   private dropView(): DropView {
     const start = this.expectWord('DROP').start;
     this.expectWord('VIEW');
-    let ifExists = false;
-    if (this.acceptWord('IF')) {
-      this.expectWord('EXISTS', 'EXISTS after IF');
-      ifExists = true;
-    }
+    const ifExists = this.ifExists();
     const name = this.datasetName('view');
     return { kind: 'drop_view', ifExists, name, span: this.spanFrom(start) };
   }
@@ -1090,11 +1098,7 @@ class Parser {
       if (this.isWord('COMMENT')) {
         const at = this.next()!;
         if (comment) this.fail('CONTRADICTORY_OPTIONS', 'COMMENT is given twice', { start: at.start, end: at.end });
-        this.acceptOperator('=');
-        const t = this.peek();
-        if (t?.kind !== 'string') this.expected("a comment in quotes: COMMENT '…'");
-        this.next();
-        comment = { value: this.decodeString(t), start: t.start, end: t.end };
+        comment = this.commentText();
         continue;
       }
       if (this.isWord('REFRESH')) {
@@ -1106,17 +1110,7 @@ class Parser {
       break;
     }
     this.expectWord('AS', comment || refresh ? 'AS <select>' : "COMMENT '…', REFRESH … or AS <select>");
-    const first = this.peek();
-    const from = this.i;
-    let depth = 0;
-    while (this.peek() && !(depth === 0 && this.isOperator(';'))) {
-      const t = this.next()!;
-      if (t.kind === 'operator' && t.text === '(') depth++;
-      if (t.kind === 'operator' && t.text === ')') depth--;
-    }
-    if (!first || this.i === from) this.expected('a SELECT after AS');
-    const last = this.tokens[this.i - 1];
-    const select = { value: this.sql.slice(first.start, last.end), start: first.start, end: last.end };
+    const select = this.selectAfterAs();
     return { kind: 'create_materialized_view', orReplace, name, comment, refresh, select, span: this.spanFrom(start) };
   }
 
@@ -1152,11 +1146,7 @@ class Parser {
     const start = this.expectWord('DROP').start;
     this.expectWord('MATERIALIZED');
     this.expectWord('VIEW');
-    let ifExists = false;
-    if (this.acceptWord('IF')) {
-      this.expectWord('EXISTS', 'EXISTS after IF');
-      ifExists = true;
-    }
+    const ifExists = this.ifExists();
     const name = this.datasetName();
     return { kind: 'drop_materialized_view', ifExists, name, span: this.spanFrom(start) };
   }
