@@ -26,7 +26,7 @@ const columns = [
 const settings: CompactionSettings = { automatic: false, minSmallFiles: 4, smallFileBytes: 8 * 2 ** 20, targetFileBytes: 128 * 2 ** 20, delayMs: 20 };
 
 beforeAll(async () => {
-  t = await createTestApp({ compaction: settings }, { workers: true });
+  t = await createTestApp({ compaction: settings, lifecycle: { fileGraceMs: 0 } }, { workers: true });
   [alice, wendy, rita, eve] = await Promise.all(['alice', 'wendy', 'rita', 'eve'].map((id) => signIn(t.app, t.adminToken, id)));
   await createWorkspace(alice, 'sales', { wendy: 'writer', rita: 'reader' });
   await createWorkspace(eve, 'ops');
@@ -297,5 +297,28 @@ describe('Catalog.readFiles', () => {
     await catalog.commitSnapshot({ dataset: d.dataset_id, operation: 'maintenance', author: 'alice', addFiles: [{ path: 'lake/x/abc', row_count: 3, size_bytes: 30 }], removeFileIds: [a, bc], replaces: { 'lake/x/abc': [a, bc] } });
     expect(await paths(s3.snapshot_id)).toEqual(['lake/x/abc']);
     expect(await paths(s2.snapshot_id)).toEqual(['lake/x/a', 'lake/x/b']);
+  });
+});
+
+describe('compaction and snapshot expiry', () => {
+  it('an expiry that removes a compacted file leaves an older tagged snapshot reading its own files', async () => {
+    await appendOneRowCommits('kept', [1, 2, 3, 4, 5, 6]);
+    await statement(wendy, 'CREATE TAG before ON sales.orders.kept');
+    expect(await statement(wendy, 'ALTER DATASET sales.orders.kept COMPACT')).toMatch(/^Compacted/);
+    const { catalog } = t.app.lakeport;
+    const tagged = await catalog.resolveSnapshot(ref('kept'), { kind: 'tag', name: 'before' });
+    // Before the expiry the tagged version reads through the compacted file.
+    const through = await catalog.readFiles(tagged.snapshot_id);
+    expect(through.length).toBeLessThan(6);
+    expect(through.every((f) => f.path.includes('compacted-'))).toBe(true);
+    // An overwrite, then an expiry of everything but the current and the tagged snapshot: the compacted file goes.
+    await seedSnapshot(t, ref('kept'), columns, "SELECT 99::BIGINT AS id, 'new' AS name", { overwrite: true });
+    expect(await statement(alice, 'ALTER DATASET sales.orders.kept EXPIRE SNAPSHOTS OLDER THAN 0 SECONDS')).toMatch(/^Expired/);
+    await t.app.lakeport.catalogSweeper.run();
+    const files = await catalog.readFiles(tagged.snapshot_id);
+    expect(files).toHaveLength(6);
+    expect(files.some((f) => f.path.includes('compacted-'))).toBe(false);
+    expect((await odata(rita, 'sales/orders/kept@before')).value.map((r) => r.id)).toEqual([1, 2, 3, 4, 5, 6]);
+    expect(await queryRows(rita, "SELECT count(*), sum(id) FROM sales.orders.kept AT (VERSION => 'before')")).toEqual([[6, 21]]);
   });
 });
