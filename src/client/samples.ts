@@ -362,8 +362,16 @@ export function csvHeadShape(head: Uint8Array, dialect: CsvDialect = {}): CsvSha
  * `buf` is read both ways with DuckDB's rules. A reading that goes invalid, or gives a record of another
  * field count, is refuted; what stands decides. If both readings stand, the first record end they
  * share is certain (from there on they are one reading); if the quoted reading never leaves its field
- * (the bytes hold no quote that could close it), the unquoted one is taken.
+ * (the bytes hold no quote that could close it), the unquoted one is taken only for a long range with
+ * no quote at all (MIN_QUOTELESS_RANGE).
  */
+/**
+ * A middle range whose quoted reading never closes is read as plain only when it is at least this long
+ * and holds no quote byte: a quoted field spanning all of it, whose lines also have the file's field
+ * count, is assumed not to occur. Shorter ones, or ones with a quote, are left out of the sample.
+ */
+const MIN_QUOTELESS_RANGE = 4096;
+
 export function alignCsvRange(buf: Uint8Array, shape: CsvShape, dialect: CsvDialect = {}, eof = false): ByteRange | undefined {
   const first = firstBreak(buf);
   if (first === -1) return undefined;
@@ -373,6 +381,9 @@ export function alignCsvRange(buf: Uint8Array, shape: CsvShape, dialect: CsvDial
   let start: number;
   let ends: number[];
   if (!plain.refuted && (quoted.refuted || quoted.ends.length === 0)) {
+    // The quoted reading never left its field: nothing here refutes it unless the range is long and
+    // holds no quote at all (a quoted field would then have to span all of it: assumed not to).
+    if (!quoted.refuted && !(buf.length >= MIN_QUOTELESS_RANGE && !buf.includes(bytes.q))) return undefined;
     start = first;
     ends = plain.ends;
   } else if (plain.refuted && !quoted.refuted) {
