@@ -246,6 +246,17 @@ describe('a write that is not UTF-8 when the contract says UTF-8', () => {
   });
 });
 
+describe('NUL bytes', () => {
+  it('a sample holding a NUL byte is refused as not text (it once reached the contract JSON and PostgreSQL refused it: a 500)', async () => {
+    for (const format of [{}, { encoding: 'latin-1' }]) {
+      const res = await negotiate({ destination: 'sales.enc.nul', format }, 'f.csv', Buffer.from([1, 10, 0]));
+      expect(res.statusCode, res.body).toBe(400);
+      expect(res.json()).toMatchObject({ code: 'SAMPLE_UNREADABLE', line: 2, file: 'f.csv' });
+      expect(res.json().detail).toMatch(/NUL byte/);
+    }
+  });
+});
+
 describe('fuzz', () => {
   it('random bytes with encoding latin-1 never give a 5xx, at negotiation or write', async () => {
     const seen = new Set<number>();

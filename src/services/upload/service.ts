@@ -284,6 +284,12 @@ export class UploadService {
     if (bom) {
       throw contractError('SAMPLE_NOT_UTF8', `The sample of ${sample.name} starts with a ${bom} byte order mark: the file is ${bom}, which Lakeport does not read; save it as UTF-8 (or Latin-1/Windows-1252 with "format": {"encoding": …})`, { file: sample.name, encoding: bom });
     }
+    const nul = bytes.indexOf(0);
+    if (nul >= 0) {
+      // A text file holds no NUL byte (and PostgreSQL could not keep one in the contract's JSON).
+      const line = bytes.subarray(0, nul).filter((b) => b === 0x0a).length + 1;
+      throw contractError('SAMPLE_UNREADABLE', `The sample of ${sample.name} holds a NUL byte (line ${line}), which no text file has: is it a binary file, or UTF-16?`, { file: sample.name, line });
+    }
     if (encoding === 'utf-8') {
       const found = notUtf8(bytes);
       if (found) {
