@@ -298,6 +298,14 @@ function csvWithStarts(rows: string[][], eol = '\n', quote = (c: string) => (/["
 }
 
 describe('alignCsvRange', () => {
+  it('drops a short range whose quotes all come before its first line break (found by the property test, seed -838133451)', () => {
+    // From the file `…\n"a ,","\n, ,\n\n","a…`: the first break sits inside the quoted field, so `, ,` is no record.
+    expect(alignCsvRange(b('"a ,","\n, ,\n'), { delimiter: ',', fields: 3 })).toBeUndefined();
+    // A long range with no quote at all is still read as whole records.
+    const plain = b(`x,y,z\n${'1,2,3\n'.repeat(1000)}`);
+    expect(alignCsvRange(plain, { delimiter: ',', fields: 3 })).toEqual({ start: 6, end: plain.length });
+  });
+
   const rows = Array.from({ length: 200 }, (_, i) => [String(i), i % 3 === 0 ? `two\nlines, "quoted"\n${i}` : `plain ${i}`, i % 5 === 0 ? 'a,b\n1,2' : 'x']);
   for (const eol of ['\n', '\r\n']) {
     it(`starts and ends every middle range on a record boundary, whatever byte it starts at (quoted line breaks, ${JSON.stringify(eol)})`, () => {
