@@ -195,6 +195,14 @@ describe('CREATE MATERIALIZED VIEW and REFRESH', () => {
       const r = (await rita.request('GET', `${O}/sales/agg/kinds_total`)).json().value;
       return Number(r[0]?.total) === 143 ? true : undefined;
     }, 'the view over the view to follow');
+
+    // A rollback of the source is a commit too: the view follows it back to the first upload.
+    const [first] = await t.app.lakeport.catalog.listSnapshots({ workspace: 'sales', collection: 'raw', dataset: 'events' });
+    await ok(wendy, `ALTER DATASET sales.raw.events ROLLBACK TO SNAPSHOT ${first.snapshot_id}`);
+    await until(async () => {
+      const r = (await rita.request('GET', `${O}/sales/agg/kinds?$orderby=kind`)).json().value as { kind: string; total: unknown }[];
+      return r.map((x) => `${x.kind}=${Number(x.total)}`).join(',') === 'a=1,b=2' ? true : undefined;
+    }, 'the ON COMMIT refresh after a rollback');
   });
 
   it('a crash before the commit leaves the last good snapshot; the view is read as it was', async () => {
