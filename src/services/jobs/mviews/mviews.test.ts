@@ -205,6 +205,33 @@ describe('CREATE MATERIALIZED VIEW and REFRESH', () => {
     }, 'the ON COMMIT refresh after a rollback');
   });
 
+  it('a refresh leases the source snapshot it reads: EXPIRE SNAPSHOTS keeps it while the refresh runs', async () => {
+    await upload(alice, 'sales.raw.leased', 'kind,n\na,1\n');
+    const created = await ok(wendy, 'CREATE MATERIALIZED VIEW sales.agg.leased AS SELECT kind, sum(n) AS total FROM sales.raw.leased GROUP BY kind');
+    await status(wendy, refreshJob(created.message));
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    let reached!: () => void;
+    const atCommit = new Promise<void>((resolve) => (reached = resolve));
+    crashBeforeCommit = () => {
+      reached();
+      return held;
+    };
+    let refresh: string;
+    try {
+      // REFRESH answers with the refresh job itself (held here before its commit).
+      refresh = (await submit(wendy, 'REFRESH MATERIALIZED VIEW sales.agg.leased')).json().execution_id;
+      await atCommit;
+      // The snapshot the refresh read stops being current; an expiry of everything older keeps it.
+      await upload(alice, 'sales.raw.leased', 'kind,n\nb,2\n');
+      expect((await ok(alice, 'ALTER DATASET sales.raw.leased EXPIRE SNAPSHOTS OLDER THAN 0 SECONDS')).message).toMatch(/^Expired 0 snapshots .*1 in use by running readers/);
+    } finally {
+      crashBeforeCommit = undefined;
+      release();
+    }
+    expect((await status(wendy, refresh)).status).toBe('succeeded');
+  });
+
   it('a crash before the commit leaves the last good snapshot; the view is read as it was', async () => {
     await ok(wendy, `CREATE MATERIALIZED VIEW sales.agg.fragile AS ${TOTALS}`);
     await until(async () => ((await snapshots('fragile')).length === 1 ? true : undefined), 'first refresh');
