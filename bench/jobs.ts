@@ -16,6 +16,7 @@ import { DuckDBInstance } from '@duckdb/node-api';
 import { median, percentile, setUp, uploadParquet, type Api } from './lib/lake.ts';
 import { closeConnections, requestJson } from './lib/http.ts';
 import { startServer } from './lib/server.ts';
+import { submitJob, waitForJob, type JobStatus } from './lib/jobs.ts';
 
 const ROWS = Number(process.env.BENCH_ROWS ?? 10_000_000);
 const CLIENTS = 8;
@@ -127,38 +128,11 @@ async function makeParquet(file: string) {
   db.closeSync();
 }
 
-interface JobStatus {
-  execution_id: string;
-  status: string;
-  in_progress: boolean;
-  row_count: number | null;
-  error: { code: string; message: string } | null;
-  timings: { queued_ms: number | null; running_ms: number | null; total_ms: number | null };
-}
-
-async function submit(api: Api, sql: string): Promise<string> {
-  const submitted = await requestJson<{ execution_id: string }>(`${api.url}/jobs/api/v1/jobs`, {
-    method: 'POST',
-    headers: { ...api.auth, 'content-type': 'application/json' },
-    body: JSON.stringify({ sql_text: sql }),
-  });
-  return submitted.execution_id;
-}
-
-async function waitFor(api: Api, id: string): Promise<JobStatus> {
-  for (;;) {
-    const status = await requestJson<JobStatus>(`${api.url}/jobs/api/v1/jobs/${id}/status?wait=30`, { headers: api.auth });
-    if (status.in_progress) continue;
-    if (status.status !== 'succeeded') throw new Error(`job ${id} ${status.status}: ${JSON.stringify(status.error)}`);
-    return status;
-  }
-}
-
 /** submit → succeeded → first page, in ms; checks the page holds the expected first row. */
 async function roundTrip(api: Api, sql: string, expectFirst?: unknown[]): Promise<number> {
   const start = performance.now();
-  const id = await submit(api, sql);
-  await waitFor(api, id);
+  const id = await submitJob(api, sql);
+  await waitForJob(api, id);
   const page = await requestJson<{ data: unknown[][] }>(`${api.url}/jobs/api/v1/jobs/${id}/results?num_rows=100`, { headers: api.auth });
   const elapsed = performance.now() - start;
   if (expectFirst && JSON.stringify(page.data[0]) !== JSON.stringify(expectFirst)) throw new Error(`job ${id}: first row ${JSON.stringify(page.data[0])}, expected ${JSON.stringify(expectFirst)}`);
@@ -175,7 +149,7 @@ async function throughput(api: Api, clients: number, seconds: number) {
     Array.from({ length: clients }, async (_, client) => {
       for (let n = 0; performance.now() < deadline; n++) {
         const t = performance.now();
-        await waitFor(api, await submit(api, `SELECT ${client * 1_000_000 + n} AS n`));
+        await waitForJob(api, await submitJob(api, `SELECT ${client * 1_000_000 + n} AS n`));
         latencies.push(performance.now() - t);
       }
     }),
@@ -272,7 +246,7 @@ export async function run(): Promise<void> {
     try {
       for (let i = 0; i <= AGGREGATE_RUNS; i++) {
         const start = performance.now();
-        const status = await waitFor(api, await submit(api, AGGREGATE));
+        const status = await waitForJob(api, await submitJob(api, AGGREGATE));
         const s = performance.now() - start;
         if (status.row_count !== 100) throw new Error(`aggregate returned ${status.row_count} rows, expected 100`);
         const r = await raw.run();

@@ -12,6 +12,7 @@ import { DuckDBInstance } from '@duckdb/node-api';
 import { median, setUp, uploadParquet, type Api } from './lib/lake.ts';
 import { closeConnections, requestJson } from './lib/http.ts';
 import { startServer } from './lib/server.ts';
+import { submitJob, waitForJob, type JobStatus } from './lib/jobs.ts';
 
 const ROWS = Number(process.env.BENCH_ROWS ?? 10_000_000);
 const THREADS = Number(process.env.BENCH_THREADS ?? 2);
@@ -23,15 +24,6 @@ const QUERY_BASE = 'SELECT category, sum(amount) AS total FROM bench.orders.dail
 
 const ms = (n: number) => `${n.toFixed(1)} ms`;
 const list = (values: number[]) => values.map((v) => v.toFixed(0)).join(', ');
-
-interface JobStatus {
-  execution_id: string;
-  status: string;
-  in_progress: boolean;
-  row_count: number | null;
-  error: { code: string; message: string } | null;
-  timings: { running_ms: number | null };
-}
 
 async function makeParquet(file: string) {
   const db = await DuckDBInstance.create(':memory:');
@@ -46,28 +38,10 @@ async function makeParquet(file: string) {
   db.closeSync();
 }
 
-async function submit(api: Api, sql: string): Promise<string> {
-  const submitted = await requestJson<{ execution_id: string }>(`${api.url}/jobs/api/v1/jobs`, {
-    method: 'POST',
-    headers: { ...api.auth, 'content-type': 'application/json' },
-    body: JSON.stringify({ sql_text: sql }),
-  });
-  return submitted.execution_id;
-}
-
-async function waitFor(api: Api, id: string): Promise<JobStatus> {
-  for (;;) {
-    const status = await requestJson<JobStatus>(`${api.url}/jobs/api/v1/jobs/${id}/status?wait=30`, { headers: api.auth });
-    if (status.in_progress) continue;
-    if (status.status !== 'succeeded') throw new Error(`job ${id} ${status.status}: ${JSON.stringify(status.error)}`);
-    return status;
-  }
-}
-
 /** submit -> succeeded, in ms, with the job's status. */
 async function timed(api: Api, sql: string): Promise<{ ms: number; status: JobStatus }> {
   const start = performance.now();
-  const status = await waitFor(api, await submit(api, sql));
+  const status = await waitForJob(api, await submitJob(api, sql));
   return { ms: performance.now() - start, status };
 }
 
@@ -103,7 +77,7 @@ export async function run(): Promise<void> {
     process.stderr.write('creating the materialized view (its first refresh is the warm-up)...\n');
     const created = await timed(api, `CREATE MATERIALIZED VIEW bench.agg.by_category AS ${DEFINITION('bench.orders.daily')}`);
     const first = /job (job_\S+)$/.exec(await firstCell(api, created.status.execution_id))![1];
-    await waitFor(api, first);
+    await waitForJob(api, first);
 
     // (b) refresh vs raw COPY, alternating so load drift hits both alike (one warm-up each).
     process.stderr.write(`(b) REFRESH vs raw COPY: 1 warm-up + ${RUNS} runs each...\n`);
