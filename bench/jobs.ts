@@ -13,7 +13,7 @@ import fsp from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
-import { median, percentile, setUp, uploadParquet, type Api } from './lib/lake.ts';
+import { makeOrdersParquet, median, percentile, setUp, uploadParquet, type Api } from './lib/lake.ts';
 import { closeConnections, requestJson } from './lib/http.ts';
 import { startServer } from './lib/server.ts';
 import { submitJob, waitForJob, type JobStatus } from './lib/jobs.ts';
@@ -115,19 +115,6 @@ function hitRate(jobs: number, created: number): string {
   return `${((100 * hits) / jobs).toFixed(1)}% (${hits} of ${jobs} jobs on a warm engine, ${created} engine(s) created)`;
 }
 
-async function makeParquet(file: string) {
-  const db = await DuckDBInstance.create(':memory:');
-  const c = await db.connect();
-  await c.run(`COPY (
-      SELECT i AS id,
-             'cat_' || lpad(CAST(i % 100 AS VARCHAR), 2, '0') AS category,
-             round(random() * 1000, 2) AS amount,
-             TIMESTAMP '2024-01-01' + to_seconds(i) AS ts
-      FROM range(${ROWS}) t(i)) TO '${file}' (FORMAT parquet)`);
-  c.closeSync();
-  db.closeSync();
-}
-
 /** submit → succeeded → first page, in ms; checks the page holds the expected first row. */
 async function roundTrip(api: Api, sql: string, expectFirst?: unknown[]): Promise<number> {
   const start = performance.now();
@@ -187,7 +174,7 @@ export async function run(): Promise<void> {
   try {
     const file = path.join(dir, 'orders.parquet');
     process.stderr.write(`generating ${ROWS.toLocaleString()} rows of Parquet...\n`);
-    await makeParquet(file);
+    await makeOrdersParquet(file, ROWS);
     const size = (await fsp.stat(file)).size;
 
     server = await startServer({

@@ -9,7 +9,7 @@ import fsp from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
-import { median, setUp, uploadParquet, type Api } from './lib/lake.ts';
+import { makeOrdersParquet, median, setUp, uploadParquet, type Api } from './lib/lake.ts';
 import { closeConnections, requestJson } from './lib/http.ts';
 import { startServer } from './lib/server.ts';
 import { submitJob, waitForJob, type JobStatus } from './lib/jobs.ts';
@@ -24,19 +24,6 @@ const QUERY_BASE = 'SELECT category, sum(amount) AS total FROM bench.orders.dail
 
 const ms = (n: number) => `${n.toFixed(1)} ms`;
 const list = (values: number[]) => values.map((v) => v.toFixed(0)).join(', ');
-
-async function makeParquet(file: string) {
-  const db = await DuckDBInstance.create(':memory:');
-  const c = await db.connect();
-  await c.run(`COPY (
-      SELECT i AS id,
-             'cat_' || lpad(CAST(i % 100 AS VARCHAR), 2, '0') AS category,
-             round(random() * 1000, 2) AS amount,
-             TIMESTAMP '2024-01-01' + to_seconds(i) AS ts
-      FROM range(${ROWS}) t(i)) TO '${file}' (FORMAT parquet)`);
-  c.closeSync();
-  db.closeSync();
-}
 
 /** submit -> succeeded, in ms, with the job's status. */
 async function timed(api: Api, sql: string): Promise<{ ms: number; status: JobStatus }> {
@@ -55,7 +42,7 @@ export async function run(): Promise<void> {
   try {
     const file = path.join(dir, 'orders.parquet');
     process.stderr.write(`generating ${ROWS.toLocaleString()} rows of Parquet...\n`);
-    await makeParquet(file);
+    await makeOrdersParquet(file, ROWS);
     const size = (await fsp.stat(file)).size;
     server = await startServer({
       env: {

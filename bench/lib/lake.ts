@@ -2,6 +2,7 @@
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
+import { DuckDBInstance } from '@duckdb/node-api';
 
 export interface Api {
   url: string;
@@ -87,4 +88,18 @@ export async function uploadParquet(api: Api, file: string, destination: string)
     await fetch(`${api.url}/upload/v2/contracts/${contract.contract_id}/commit`, { method: 'POST', headers: { ...api.auth, 'idempotency-key': `bench-${contract.contract_id}` } }),
   );
   return { contractId: contract.contract_id, rows: commit.rows_written, seconds: (performance.now() - start) / 1000 };
+}
+
+/** `rows` rows of orders (id, category of 100, amount, ts) written as one Parquet file, for the jobs and views benches. */
+export async function makeOrdersParquet(file: string, rows: number): Promise<void> {
+  const db = await DuckDBInstance.create(':memory:');
+  const c = await db.connect();
+  await c.run(`COPY (
+      SELECT i AS id,
+             'cat_' || lpad(CAST(i % 100 AS VARCHAR), 2, '0') AS category,
+             round(random() * 1000, 2) AS amount,
+             TIMESTAMP '2024-01-01' + to_seconds(i) AS ts
+      FROM range(${rows}) t(i)) TO '${file}' (FORMAT parquet)`);
+  c.closeSync();
+  db.closeSync();
 }

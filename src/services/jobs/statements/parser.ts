@@ -980,11 +980,7 @@ class Parser {
 
   private createView(): CreateView {
     const start = this.expectWord('CREATE').start;
-    let orReplace = false;
-    if (this.acceptWord('OR')) {
-      this.expectWord('REPLACE', 'REPLACE after OR');
-      orReplace = true;
-    }
+    const orReplace = this.orReplace();
     this.expectWord('VIEW');
     if (this.isWord('IF')) this.fail('STATEMENT_NOT_SUPPORTED', 'CREATE VIEW has no IF NOT EXISTS: use CREATE OR REPLACE VIEW');
     const name = this.datasetName('view');
@@ -992,6 +988,13 @@ class Parser {
     this.expectWord('AS', 'AS <select>');
     const query = this.selectAfterAs();
     return { kind: 'create_view', orReplace, name, comment, query, span: this.spanFrom(start) };
+  }
+
+  /** `OR REPLACE` after CREATE, when written. */
+  private orReplace(): boolean {
+    if (!this.acceptWord('OR')) return false;
+    this.expectWord('REPLACE', 'REPLACE after OR');
+    return true;
   }
 
   /** After COMMENT: `[=] '<text>'`. */
@@ -1081,11 +1084,7 @@ class Parser {
 
   private createMaterializedView(): CreateMaterializedView {
     const start = this.expectWord('CREATE').start;
-    let orReplace = false;
-    if (this.acceptWord('OR')) {
-      this.expectWord('REPLACE', 'REPLACE after OR');
-      orReplace = true;
-    }
+    const orReplace = this.orReplace();
     this.expectWord('MATERIALIZED');
     this.expectWord('VIEW');
     if (this.isWord('IF') && this.isWord('NOT', 1)) {
