@@ -24,8 +24,10 @@ export async function createAppDeps(config: Config, provided: ProvidedDeps, log:
   return {
     sealer: provided.sealer ?? new Sealer(loadMasterKey(config.dataDir, config.masterKey)),
     publicUrl: new PublicUrl(config.publicUrl, config.host, config.port),
+    metricsToken: config.metricsToken,
     accessTokenTtlSeconds: config.accessTokenTtlSeconds,
     refreshTokenTtlDays: config.refreshTokenTtlDays,
+    authCacheSeconds: config.authCacheSeconds,
     blobs: provided.blobs ?? (await createBlobStore({ ...config, log: log.child({ module: 'storage' }) })),
     ingestor: provided.ingestor ?? (await Ingestor.create({ tempDirectory: path.join(tmp, 'duckdb') })),
     reader: provided.reader ?? (await RowReader.create({ tempDirectory: path.join(tmp, 'duckdb-read'), scratchDirectory: path.join(tmp, 'read-out') })),
@@ -39,6 +41,8 @@ export async function createAppDeps(config: Config, provided: ProvidedDeps, log:
     dns: { servers: config.dnsServers, timeoutMs: config.dnsTimeoutMs, tries: config.dnsTries },
     lifecycle: { undropRetentionMs: config.undropRetentionMs, fileGraceMs: config.fileGraceMs },
     compaction: { ...config.compaction },
+    icebergLocations: config.icebergLocations,
+    catalogs: { ...config.catalogs },
     jobs: {
       timeoutMs: config.jobTimeoutSeconds * 1000,
       workers: config.jobWorkers,

@@ -3,15 +3,18 @@ import cookie from '@fastify/cookie';
 import formbody from '@fastify/formbody';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import { serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
+import { sql } from 'kysely';
+import { registerServiceMetrics } from './app-metrics.ts';
 import { Authorizer } from './core/authz/index.ts';
 import type { SignInPolicy } from './core/authz/sign-in-policy.ts';
 import type { IdentityProviderConfig } from './config.ts';
 import { Catalog, CatalogSweeper, type LifecycleSettings } from './core/catalog/index.ts';
-import type { Sealer } from './core/crypto/index.ts';
+import { DataKeys, type Sealer } from './core/crypto/index.ts';
 import type { Db } from './core/db/index.ts';
 import { clientErrorHandler, frameworkErrors, registerErrorHandling } from './core/errors/index.ts';
-import { mountApi, registerInputGuards, requestIdOptions, type AdminToken, type PublicUrl, type ServiceModule } from './core/http/index.ts';
+import { Metrics, MetricsAccess, mountApi, readinessRoute, registerInputGuards, requestIdOptions, type AdminToken, type PublicUrl, type ServiceModule } from './core/http/index.ts';
 import type { Ingestor, RowReader, SqlAnalyzer } from './core/engine/index.ts';
+import { OutboundHttp, type OutboundSettings } from './core/net/index.ts';
 import type { BlobStore } from './core/storage/index.ts';
 import { catalogNamespaces, createAccountsService, dnsTxtResolver, openAccountRecords, type AccountService, type DnsOptions, type DomainService, type PaymentEventHook, type PaymentProcessor, type PlanSettings, type WorkspaceService } from './services/accounts/index.ts';
 import { createAuthService, type AuthService } from './services/auth/index.ts';
@@ -19,18 +22,25 @@ import { createPolicyService, PolicyStore, type PolicyService } from './services
 import { createJobsService, type ExternalReadOptions, type MaterializedViewOptions, type JobsService, type ResultPolicy, type WorkerPool } from './services/jobs/index.ts';
 import { createUploadService, type Compactor, type CompactionSettings, type UploadService } from './services/upload/index.ts';
 import { createODataService } from './services/odata/index.ts';
+import { createIcebergService } from './services/iceberg/index.ts';
 
 export interface AppDeps {
   db: Db;
   sealer: Sealer;
   adminToken: AdminToken;
+  /** The bearer token that reads GET /metrics besides the admin token (LAKEPORT_METRICS_TOKEN; absent: the admin token only). */
+  metricsToken?: string;
   publicUrl: PublicUrl;
   accessTokenTtlSeconds: number;
   refreshTokenTtlDays: number;
+  /** How long verified credentials and tokens are kept (LAKEPORT_AUTH_CACHE_SECONDS): another server's revocation bites within it. */
+  authCacheSeconds: number;
   blobs: BlobStore;
   ingestor: Ingestor;
   /** Lakeport's own DuckDB read path (OData). */
   reader: RowReader;
+  /** The Iceberg catalog's file locations (LAKEPORT_ICEBERG_LOCATIONS): Lakeport's file route (`http`, default) or the store's own URIs (`storage`). */
+  icebergLocations?: 'http' | 'storage';
   /** Local scratch space for uploads in flight and downloads. */
   scratchDir: string;
   analyzer: SqlAnalyzer;
@@ -52,6 +62,8 @@ export interface AppDeps {
   lifecycle?: Partial<LifecycleSettings>;
   /** Compaction thresholds (LAKEPORT_COMPACTION_*, docs/compaction.md); absent: the defaults, automatic on. */
   compaction?: CompactionSettings;
+  /** Calls to external catalogs (LAKEPORT_CATALOG_*, docs/catalog-bindings.md): time limit, private networks (refused by default), a resolver for tests. */
+  catalogs?: Partial<OutboundSettings>;
   jobs: {
     timeoutMs: number;
     workers: number;
@@ -78,6 +90,8 @@ export interface AppOptions {
   backgroundTasks?: boolean;
   /** Start the services' workers: query jobs run in this process (`deps.jobs.workers` at once). */
   workers?: boolean;
+  /** Mount the services' APIs (default); false: only /healthz, /readyz and /metrics (`lakeport worker`). */
+  apis?: boolean;
   /**
    * Fastify's `trustProxy` (`LAKEPORT_TRUST_PROXY`): which proxies' X-Forwarded-For to believe, so
    * `request.ip` — the source address that failed-attempt throttling counts by — is the client's.
@@ -110,8 +124,8 @@ declare module 'fastify' {
   }
 }
 
-/** The seven service prefixes of the runtime contract. */
-export const SERVICE_PREFIXES = ['/auth', '/upload', '/jobs', '/billing', '/control', '/policy', '/odata'] as const;
+/** The eight service prefixes of the runtime contract. */
+export const SERVICE_PREFIXES = ['/auth', '/upload', '/jobs', '/billing', '/control', '/policy', '/odata', '/iceberg'] as const;
 
 const REDACTED_PATHS = [
   'req.headers.authorization',
@@ -137,15 +151,28 @@ export function requestForLog(request: { method: string; url: string; hostname?:
 }
 
 export async function buildApp(deps: AppDeps, options: AppOptions = {}): Promise<FastifyInstance> {
-  const app = await createServer(options);
-  const { services, modules } = await createServices(deps, app.log);
+  const metrics = new Metrics();
+  const app = await createServer(options, metrics);
+  const { services, modules, queryEngine } = await createServices(deps, app.log);
+  // Operations (docs/deploy.md): readiness without authentication, like /healthz; metrics for the admin or metrics token.
+  readinessRoute(app, {
+    database: async () => void (await sql`SELECT 1`.execute(deps.db.kysely)),
+    storage: (signal) => deps.blobs.check(signal),
+  });
+  registerServiceMetrics(metrics.registry, { db: deps.db, jobs: services.jobs, workers: services.workers, uploads: services.uploads, queryEngine, ingestor: deps.ingestor, reader: deps.reader, log: app.log.child({ module: 'metrics' }) });
+  metrics.route(app, new MetricsAccess(deps.adminToken, deps.metricsToken));
   // Before any service's routes, so a source guessing the admin token is held back everywhere.
   app.addHook('onRequest', services.auth.adminTokenGuard);
-  await app.register(services.auth.rootWellKnown);
-  for (const api of modules.flatMap((m) => m.apis)) await mountApi(app, api);
+  if (options.apis !== false) {
+    await app.register(services.auth.rootWellKnown);
+    for (const api of modules.flatMap((m) => m.apis)) await mountApi(app, api);
+  }
   app.decorate('lakeport', services);
   // Pending automatic compactions end with the app, whether or not it runs workers.
   app.addHook('onClose', () => services.compactor.stop());
+  app.addHook('onClose', async () => {
+    for (const module of modules) await module.close?.();
+  });
 
   if (options.workers) {
     app.addHook('onReady', async () => {
@@ -165,8 +192,8 @@ export async function buildApp(deps: AppDeps, options: AppOptions = {}): Promise
   return app;
 }
 
-/** Fastify with what every route shares: Zod schemas, errors, input guards, cookies, request ids and /healthz. */
-async function createServer(options: AppOptions) {
+/** Fastify with what every route shares: Zod schemas, errors, input guards, cookies, request ids, request metrics and /healthz. */
+async function createServer(options: AppOptions, metrics: Metrics) {
   const logger = options.logger === undefined ? false : options.logger;
   const app = Fastify({
     ...requestIdOptions,
@@ -179,6 +206,7 @@ async function createServer(options: AppOptions) {
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
   registerErrorHandling(app);
+  metrics.instrument(app);
   registerInputGuards(app);
   await app.register(cookie);
   await app.register(formbody);
@@ -210,6 +238,8 @@ async function createServices(deps: AppDeps, log: FastifyBaseLogger) {
     publicUrl: deps.publicUrl,
     accessTokenTtlSeconds: deps.accessTokenTtlSeconds,
     refreshTokenTtlDays: deps.refreshTokenTtlDays,
+    cacheSeconds: deps.authCacheSeconds,
+    log: log.child({ module: 'auth' }),
     billingAccountOf: (identity) => accounts.accounts.billingAccountOf(identity),
     identityProviders: deps.identityProviders,
     loginTtlSeconds: deps.loginTtlSeconds,
@@ -251,6 +281,11 @@ async function createServices(deps: AppDeps, log: FastifyBaseLogger) {
     domains: { resolveTxt: dnsTxtResolver(deps.dns) },
     payments: deps.payments,
     onPaymentEvent: deps.onPaymentEvent,
+    catalogBindings: {
+      dataKeys: new DataKeys(deps.db, deps.sealer),
+      catalog,
+      http: new OutboundHttp({ timeoutMs: 10_000, allowPrivateNetworks: false, ...deps.catalogs }),
+    },
   });
   // Upload commits queue the REFRESH ON COMMIT views over their dataset; the jobs module that does it is built next.
   let onCommitted: (datasetId: string) => void = () => undefined;
@@ -304,6 +339,17 @@ async function createServices(deps: AppDeps, log: FastifyBaseLogger) {
     changes: deps.db.changes,
     log: log.child({ module: 'odata' }),
   });
+  const iceberg = createIcebergService({
+    catalog,
+    authz,
+    blobs: deps.blobs,
+    verifier: auth.verifier,
+    tokens: auth,
+    publicUrl: deps.publicUrl,
+    locations: deps.icebergLocations,
+    changes: deps.db.changes,
+    log: log.child({ module: 'iceberg' }),
+  });
 
   const services: LakeportServices = {
     auth,
@@ -321,6 +367,6 @@ async function createServices(deps: AppDeps, log: FastifyBaseLogger) {
   };
   // In the order their APIs are mounted.
   const lifecycle: ServiceModule = { apis: [], upkeep: async () => void (await catalogSweeper.run()) };
-  const modules: ServiceModule[] = [auth, accountService, upload, jobs, policy, odata, lifecycle];
-  return { services, modules };
+  const modules: ServiceModule[] = [auth, accountService, upload, jobs, policy, odata, iceberg, lifecycle];
+  return { services, modules, queryEngine: jobs.queryEngine };
 }

@@ -44,6 +44,12 @@ describe('loadConfig', () => {
     }
   });
 
+  it('reads where the Iceberg catalog says files are (LAKEPORT_ICEBERG_LOCATIONS)', () => {
+    expect(loadConfig({}).icebergLocations).toBe('http');
+    expect(loadConfig({ LAKEPORT_ICEBERG_LOCATIONS: 'storage' }).icebergLocations).toBe('storage');
+    expect(() => loadConfig({ LAKEPORT_ICEBERG_LOCATIONS: 's3' })).toThrow(ConfigError);
+  });
+
   it('reads the payment processor settings (sandbox unless told; stripe needs its key, never echoed)', () => {
     expect(loadConfig({}).payments).toEqual({ processor: 'sandbox', stripe: { secretKey: undefined, apiBase: 'https://api.stripe.com', timeoutMs: 20_000 } });
     const stripe = loadConfig({
@@ -61,6 +67,13 @@ describe('loadConfig', () => {
     } catch (error) {
       expect((error as Error).message).not.toContain('secretvalue99');
     }
+  });
+
+  it('reads the external catalogs settings: 10 s, private networks refused unless allowed', () => {
+    expect(loadConfig({}).catalogs).toEqual({ timeoutMs: 10_000, allowPrivateNetworks: false });
+    expect(loadConfig({ LAKEPORT_CATALOG_TIMEOUT_SECONDS: '2.5', LAKEPORT_CATALOG_ALLOW_PRIVATE_NETWORKS: 'TRUE' }).catalogs).toEqual({ timeoutMs: 2500, allowPrivateNetworks: true });
+    expect(() => loadConfig({ LAKEPORT_CATALOG_ALLOW_PRIVATE_NETWORKS: 'yes' })).toThrow(/LAKEPORT_CATALOG_ALLOW_PRIVATE_NETWORKS/);
+    expect(() => loadConfig({ LAKEPORT_CATALOG_TIMEOUT_SECONDS: '0' })).toThrow(/LAKEPORT_CATALOG_TIMEOUT_SECONDS/);
   });
 
   it('reads up to two identity providers (LAKEPORT_IDP_A_*, LAKEPORT_IDP_B_*); a partial one is refused, secrets never echoed', () => {

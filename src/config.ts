@@ -104,10 +104,15 @@ const EnvSchema = z.object({
   AWS_SECRET_ACCESS_KEY: optionalString,
   AWS_SESSION_TOKEN: optionalString,
   LAKEPORT_S3_CACHE_MAX_BYTES: optionalString.pipe(z.coerce.number<string | undefined>().int().min(1).optional()),
+  LAKEPORT_S3_TIMEOUT_SECONDS: z.coerce.number().int().min(1).max(600).default(30),
   LAKEPORT_ADMIN_TOKEN: optionalString.pipe(z.string().min(16, 'must be at least 16 characters').optional()),
   LAKEPORT_MASTER_KEY: optionalString,
+  LAKEPORT_METRICS_TOKEN: optionalString.pipe(z.string().min(16, 'must be at least 16 characters').optional()),
+  LAKEPORT_WORKER_PORT: optionalString.pipe(z.coerce.number<string | undefined>().int().min(0).max(65535).optional()),
+  LAKEPORT_MAX_CLOCK_SKEW_SECONDS: z.coerce.number().int().min(1).max(86_400).default(30),
   LAKEPORT_ACCESS_TOKEN_TTL_SECONDS: z.coerce.number().int().min(60).max(86_400).default(900),
   LAKEPORT_REFRESH_TOKEN_TTL_DAYS: z.coerce.number().int().min(1).max(365).default(30),
+  LAKEPORT_AUTH_CACHE_SECONDS: z.coerce.number().int().min(0).max(60).default(5),
   LAKEPORT_JOB_TIMEOUT_SECONDS: z.coerce.number().int().min(1).max(86_400).default(300),
   LAKEPORT_JOB_WORKERS: z.coerce.number().int().min(0).max(64).default(4),
   LAKEPORT_JOB_MEMORY_LIMIT: z.string().regex(SIZE, 'a size such as 512MB or 2GB').default('1GB'),
@@ -147,11 +152,17 @@ const EnvSchema = z.object({
   ...idpEnv('B'),
   LAKEPORT_LOGIN_TTL_SECONDS: z.coerce.number().int().min(30).max(3600).default(600),
   LAKEPORT_IDP_TIMEOUT_SECONDS: z.coerce.number().int().min(1).max(120).default(10),
+  LAKEPORT_CATALOG_TIMEOUT_SECONDS: z.coerce.number().min(0.1).max(300).default(10),
+  LAKEPORT_CATALOG_ALLOW_PRIVATE_NETWORKS: z
+    .string()
+    .regex(/^(true|false)$/i, 'must be true or false')
+    .default('false'),
   LAKEPORT_COMPACTION: z.enum(['on', 'off']).default('on'),
   LAKEPORT_COMPACTION_MIN_FILES: z.coerce.number().int().min(2).max(100_000).default(32),
   LAKEPORT_COMPACTION_SMALL_FILE: z.string().regex(SIZE, 'a size such as 8MiB').default('8MiB'),
   LAKEPORT_COMPACTION_TARGET_FILE: z.string().regex(SIZE, 'a size such as 128MiB').default('128MiB'),
   LAKEPORT_COMPACTION_DELAY_SECONDS: z.coerce.number().min(0).max(3600).default(5),
+  LAKEPORT_ICEBERG_LOCATIONS: z.enum(['http', 'storage']).default('http'),
   LAKEPORT_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   LAKEPORT_TRUST_PROXY: optionalString.superRefine((v, ctx) => {
     if (v === undefined || /^(true|false)$/i.test(v)) return;
@@ -159,6 +170,9 @@ const EnvSchema = z.object({
     if (bad.length > 0) ctx.addIssue({ code: 'custom', message: `not true, false, or proxy addresses/CIDRs: ${bad.join(', ')}` });
   }),
 });
+
+/** Every environment variable Lakeport reads (test/deploy-docs.test.ts checks the deploy files against it). */
+export const SETTING_NAMES: readonly string[] = Object.keys(EnvSchema.shape);
 
 export interface Config {
   readonly host: string;
@@ -177,10 +191,24 @@ export interface Config {
   readonly s3SessionToken: string | undefined;
   /** Size limit of the local read-through cache of S3 blobs (`LAKEPORT_S3_CACHE_MAX_BYTES`); unset → 2 GiB. */
   readonly s3CacheMaxBytes: number | undefined;
+  /** An S3 request that sends or receives nothing this long (or cannot connect) is abandoned and retried (`LAKEPORT_S3_TIMEOUT_SECONDS`, default 30). */
+  readonly s3TimeoutSeconds: number;
   readonly adminToken: string | undefined;
   readonly masterKey: string | undefined;
+  /** The bearer token that reads GET /metrics besides the admin token (`LAKEPORT_METRICS_TOKEN`); unset → the admin token only (docs/deploy.md, "Metrics"). */
+  readonly metricsToken: string | undefined;
+  /** `lakeport worker` answers /healthz, /readyz and /metrics on HOST and this port (`LAKEPORT_WORKER_PORT`); unset → it listens on nothing. */
+  readonly workerPort: number | undefined;
+  /** A start on a host whose clock is further than this from the database's is refused (`LAKEPORT_MAX_CLOCK_SKEW_SECONDS`, default 30). */
+  readonly maxClockSkewSeconds: number;
   readonly accessTokenTtlSeconds: number;
   readonly refreshTokenTtlDays: number;
+  /**
+   * How long a server keeps what it verified of a credential, refresh token or access token
+   * (`LAKEPORT_AUTH_CACHE_SECONDS`, 0–60, default 5): how late another server's revocation bites here.
+   * 0 keeps nothing. docs/auth.md, "Performance and caching".
+   */
+  readonly authCacheSeconds: number;
   readonly logLevel: string;
   /**
    * Fastify's `trustProxy` (`LAKEPORT_TRUST_PROXY`): unset/`false` → the socket's address is the
@@ -239,11 +267,23 @@ export interface Config {
   /** A provider's discovery or token request taking longer is answered 504 (`LAKEPORT_IDP_TIMEOUT_SECONDS`, default 10). */
   readonly idpTimeoutSeconds: number;
   /**
+   * Calls to external catalogs bound to workspaces (docs/catalog-bindings.md): each call's time limit
+   * (`LAKEPORT_CATALOG_TIMEOUT_SECONDS`, default 10), and whether loopback, private and link-local
+   * addresses may be called (`LAKEPORT_CATALOG_ALLOW_PRIVATE_NETWORKS`, default false; also allows http://).
+   */
+  readonly catalogs: { readonly timeoutMs: number; readonly allowPrivateNetworks: boolean };
+  /**
    * Compaction of small files (docs/compaction.md): automatic compaction on or off (`LAKEPORT_COMPACTION`,
    * default on), how many files smaller than `smallFileBytes` (`LAKEPORT_COMPACTION_SMALL_FILE`, 8 MiB)
    * start one (`LAKEPORT_COMPACTION_MIN_FILES`, 32), the size of the files it writes
    * (`LAKEPORT_COMPACTION_TARGET_FILE`, 128 MiB) and how long after a commit it waits (`LAKEPORT_COMPACTION_DELAY_SECONDS`, 5).
    */
+  /**
+   * Where the Iceberg catalog's table metadata says files are (`LAKEPORT_ICEBERG_LOCATIONS`, docs/iceberg.md):
+   * `http` (default) Lakeport's authorized file route; `storage` the blob store's own URIs (`s3://bucket/…`), for
+   * engines that read the storage with their own credentials.
+   */
+  readonly icebergLocations: 'http' | 'storage';
   readonly compaction: {
     readonly automatic: boolean;
     readonly minSmallFiles: number;
@@ -303,10 +343,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     s3SecretAccessKey: e.AWS_SECRET_ACCESS_KEY,
     s3SessionToken: e.AWS_SESSION_TOKEN,
     s3CacheMaxBytes: e.LAKEPORT_S3_CACHE_MAX_BYTES,
+    s3TimeoutSeconds: e.LAKEPORT_S3_TIMEOUT_SECONDS,
     adminToken: e.LAKEPORT_ADMIN_TOKEN,
     masterKey: e.LAKEPORT_MASTER_KEY,
+    metricsToken: e.LAKEPORT_METRICS_TOKEN,
+    maxClockSkewSeconds: e.LAKEPORT_MAX_CLOCK_SKEW_SECONDS,
+    workerPort: e.LAKEPORT_WORKER_PORT,
     accessTokenTtlSeconds: e.LAKEPORT_ACCESS_TOKEN_TTL_SECONDS,
     refreshTokenTtlDays: e.LAKEPORT_REFRESH_TOKEN_TTL_DAYS,
+    authCacheSeconds: e.LAKEPORT_AUTH_CACHE_SECONDS,
     logLevel: e.LAKEPORT_LOG_LEVEL,
     trustProxy: parseTrustProxy(e.LAKEPORT_TRUST_PROXY),
     jobTimeoutSeconds: e.LAKEPORT_JOB_TIMEOUT_SECONDS,
@@ -338,6 +383,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     identityProviders: Object.freeze(identityProviders(e).map((p) => Object.freeze(p))),
     loginTtlSeconds: e.LAKEPORT_LOGIN_TTL_SECONDS,
     idpTimeoutSeconds: e.LAKEPORT_IDP_TIMEOUT_SECONDS,
+    icebergLocations: e.LAKEPORT_ICEBERG_LOCATIONS,
+    catalogs: Object.freeze({
+      timeoutMs: Math.round(e.LAKEPORT_CATALOG_TIMEOUT_SECONDS * 1000),
+      allowPrivateNetworks: e.LAKEPORT_CATALOG_ALLOW_PRIVATE_NETWORKS.toLowerCase() === 'true',
+    }),
     compaction: Object.freeze({
       automatic: e.LAKEPORT_COMPACTION === 'on',
       minSmallFiles: e.LAKEPORT_COMPACTION_MIN_FILES,

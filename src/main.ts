@@ -10,7 +10,9 @@ import { migrate, openDatabase, type Db } from './core/db/index.ts';
 import { addServerPath } from './core/errors/index.ts';
 import { AdminToken } from './core/http/index.ts';
 import type { Logger } from './core/logger.ts';
+import { checkClock, checkClusterIdentity, StartRefusal } from './core/startup/index.ts';
 import { parseStorageUrl, sweepScratch } from './core/storage/index.ts';
+import { SigningKeyStore } from './services/auth/index.ts';
 
 export interface Runtime {
   deps: AppDeps;
@@ -31,7 +33,22 @@ export async function openRuntime(config: Config, log: Logger): Promise<Runtime>
   const storage = config.storageUrl ? parseStorageUrl(config.storageUrl) : undefined;
   if (storage?.kind === 'file') addServerPath(storage.root);
   const db = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
-  await migrate(db);
+  try {
+    return await prepareRuntime(config, db, log);
+  } catch (error) {
+    await db.close().catch(() => undefined);
+    throw error;
+  }
+}
+
+/**
+ * The runtime over an open database: migrated, checked against what the cluster agreed on (the
+ * clock, the master key, the storage: StartRefusal when they differ; docs/deploy.md, "Start-up
+ * refusals"), with the scratch space swept and the admin token settled.
+ */
+async function prepareRuntime(config: Config, db: Db, log: Logger): Promise<Runtime> {
+  await migrate(db, undefined, { starting: true });
+  await checkClock(db, config.maxClockSkewSeconds);
   // After the embedded database's lock is held: with it, this process alone uses the data directory.
   const leftover = await sweepScratch(path.join(config.dataDir, 'tmp'), { exclusive: !config.databaseUrl, log: log.child({ module: 'scratch' }) });
   if (leftover > 0) process.stdout.write(`removed ${Math.round(leftover / 2 ** 20)} MiB of scratch files left by an earlier process\n`);
@@ -44,15 +61,34 @@ export async function openRuntime(config: Config, log: Logger): Promise<Runtime>
     adminToken = file.value;
     if (file.created) generatedAdminToken = { token: file.value, file: adminTokenFile };
   }
-  return { db, generatedAdminToken, adminTokenFile, deps: await createAppDeps(config, { db, adminToken: new AdminToken(adminToken) }, log) };
+  const deps = await createAppDeps(config, { db, adminToken: new AdminToken(adminToken) }, log);
+  await checkClusterIdentity({
+    db,
+    sealer: deps.sealer,
+    blobs: deps.blobs,
+    keySource: config.masterKey ? 'LAKEPORT_MASTER_KEY' : path.join(config.dataDir, 'master-key'),
+    opensSealedValues: () => SigningKeyStore.openWith(db, deps.sealer),
+  });
+  return { db, generatedAdminToken, adminTokenFile, deps };
 }
 
 /** `lakeport worker`: runs queued query jobs, materialized-view refreshes and their scheduler (and upkeep) without serving HTTP; any number may share one PostgreSQL. */
 export async function work(config: Config): Promise<void> {
+  if (!config.databaseUrl) {
+    throw new StartRefusal(
+      'lakeport worker runs beside servers that share a PostgreSQL database, and DATABASE_URL is not set (the embedded database belongs to its one server, which runs jobs itself)',
+      'set DATABASE_URL to the PostgreSQL database the servers use',
+      'worker-database',
+    );
+  }
   const runtime = await openRuntime(config, pino({ level: config.logLevel }));
-  const app = await buildApp(runtime.deps, { logger: { level: config.logLevel }, backgroundTasks: true, workers: true });
+  const app = await buildApp(runtime.deps, { logger: { level: config.logLevel }, backgroundTasks: true, workers: true, apis: false });
   await app.ready();
   process.stdout.write(`Lakeport worker ${app.lakeport.workers.id} running ${config.jobWorkers} jobs at once (and the materialized-view scheduler)\n`);
+  if (config.workerPort !== undefined) {
+    const address = await app.listen({ host: config.host, port: config.workerPort });
+    process.stdout.write(`health, readiness and metrics on ${address} (/healthz, /readyz, /metrics)\n`);
+  }
   const shutdown = async () => {
     await app.close();
     await runtime.db.close();

@@ -61,7 +61,7 @@ describe('lakeport CLI', () => {
     if (!TEST_DATABASE_URL) expect(fs.existsSync(path.join(dataDir, 'pgdata', 'PG_VERSION'))).toBe(true);
   });
 
-  it('admin create-credential prints a one-time secret', async () => {
+  it('admin create-credential prints a one-time secret', { timeout: 120_000 }, async () => {
     const { stdout, stderr } = await lakeport('admin', 'create-credential', '--client-id', 'svc-loader', '--type', 'loader', '--permission', 'sales.*=writer');
     const created = JSON.parse(stdout);
     expect(created).toMatchObject({ client_id: 'svc-loader', credential_id: expect.stringMatching(/^cred_/) });

@@ -1,6 +1,8 @@
 import { Writable } from 'node:stream';
+import Fastify from 'fastify';
 import type { KyselyPlugin } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { registerErrorHandling } from '../src/core/errors/index.ts';
 import { createWorkspace, signIn, type TestUser } from './clients.ts';
 import { createTestApp, createTestDb, type TestApp, type TestDb } from './harness.ts';
 import { seedSnapshot } from './seed.ts';
@@ -84,5 +86,40 @@ describe('the metadata database failing', () => {
 
   it('fails a list of datasets with 500, not an empty list', async () => {
     expectInternalError(await alice.request('GET', '/odata/api/v4/'));
+  });
+});
+
+describe('the local disk full', () => {
+  it('is 507 DISK_FULL, however it is worded (a system call, DuckDB), and logged', async () => {
+    const lines: Record<string, any>[] = [];
+    const stream = new Writable({
+      write(chunk: Buffer, _encoding, done) {
+        for (const line of chunk.toString('utf8').split('\n')) if (line) lines.push(JSON.parse(line));
+        done();
+      },
+    });
+    const app = Fastify({ logger: { level: 'error', stream } });
+    registerErrorHandling(app);
+    app.get('/write', async () => {
+      throw Object.assign(new Error("ENOSPC: no space left on device, write '/data/tmp/x'"), { code: 'ENOSPC' });
+    });
+    app.get('/duckdb', async () => {
+      throw new Error('IO Error: Could not write file "/data/tmp/duckdb/x.tmp": No space left on device');
+    });
+    app.get('/wrapped', async () => {
+      throw new Error('could not convert the file', { cause: Object.assign(new Error('write failed'), { code: 'ENOSPC' }) });
+    });
+    try {
+      for (const url of ['/write', '/duckdb', '/wrapped']) {
+        const res = await app.inject({ method: 'GET', url });
+        expect(res.statusCode, url).toBe(507);
+        expect(res.json()).toEqual({ detail: expect.stringContaining('disk is full'), code: 'DISK_FULL' });
+        // No path of the server's in the answer.
+        expect(res.body).not.toContain('/data/');
+      }
+      expect(lines.filter((l) => l.msg === 'the disk is full')).toHaveLength(3);
+    } finally {
+      await app.close();
+    }
   });
 });

@@ -41,6 +41,9 @@ import { createWorkspace, signIn, type TestUser } from './clients.ts';
 /**
  * Routes that answer without any credential, each checked against the code:
  * - GET /healthz: liveness probe of the runtime contract (DESIGN.md), `{"status":"ok"}` only (src/app.ts).
+ * - GET /readyz: readiness probe of the runtime contract, `{status, checks: {database, storage}}` with
+ *   `ok`/`failed`/`timeout` only, never why (core/http/readiness.ts; docs/deploy.md).
+ * GET /metrics is not public: the admin token or LAKEPORT_METRICS_TOKEN (ADMIN_ONLY below).
  * - POST /auth/token: the OAuth 2.0 token endpoint; the client authenticates with its secret in the
  *   request itself (src/services/auth/routes.ts), so it cannot require a bearer token.
  * - GET /auth/jwks: public signing keys, needed by anyone verifying tokens (RFC 7517).
@@ -48,7 +51,9 @@ import { createWorkspace, signIn, type TestUser } from './clients.ts';
  *   issuer (docs/auth.md "Discovery and keys"); and the RFC 8414 root form
  *   /.well-known/{oauth-authorization-server,openid-configuration}/auth and the bare root
  *   /.well-known/openid-configuration (auth.rootWellKnown).
- * - GET /<prefix>/openapi.json for the seven services: the OpenAPI document served by
+ * - POST /iceberg/v1/oauth/tokens: the Iceberg REST catalog's token endpoint, which exchanges a client
+ *   credential (its secret in the request) through the auth service's grants (src/services/iceberg/routes.ts).
+ * - GET /<prefix>/openapi.json for the eight services: the OpenAPI document served by
  *   core/http/openapi.ts `serviceDocs` with no hook (DESIGN.md: "GET <prefix>/openapi.json per service").
  * - GET /odata/.well-known/llms.txt: directives for automated agents, registered outside the
  *   authenticated OData context and documented "no authentication" (docs/odata.md).
@@ -62,6 +67,7 @@ import { createWorkspace, signIn, type TestUser } from './clients.ts';
  */
 const PUBLIC_ROUTES = new Set<string>([
   'GET /healthz',
+  'GET /readyz',
   'POST /auth/token',
   'GET /auth/providers',
   'GET /auth/login',
@@ -80,7 +86,9 @@ const PUBLIC_ROUTES = new Set<string>([
   'GET /control/openapi.json',
   'GET /policy/openapi.json',
   'GET /odata/openapi.json',
+  'GET /iceberg/openapi.json',
   'GET /odata/.well-known/llms.txt',
+  'POST /iceberg/v1/oauth/tokens',
 ]);
 /** Public GETs that need query parameters answer this without them (not 200). */
 const PUBLIC_STATUS: Record<string, number> = { 'GET /auth/login': 422, 'GET /auth/callback': 400 };
@@ -95,12 +103,17 @@ const PREFIX_SCOPE: Record<string, string | null> = {
   '/control': 'accounts',
   '/policy': 'policy',
   '/odata': 'odata',
+  // The Iceberg REST catalog reads what OData reads, under the same scope (docs/iceberg.md).
+  '/iceberg': 'odata',
 };
 const PREFIXES = Object.keys(PREFIX_SCOPE);
 const prefixOf = (url: string) => PREFIXES.find((p) => url === p || url.startsWith(`${p}/`));
 
-/** Routes that take only the x-admin-token (no bearer token of any scope opens them). */
-const ADMIN_ONLY = new Set(['POST /auth/admin/keys/rotate']);
+/**
+ * Routes that take only the x-admin-token (no bearer token of any scope opens them); GET /metrics
+ * also takes LAKEPORT_METRICS_TOKEN as a bearer token, which is not set here (test/operations.test.ts).
+ */
+const ADMIN_ONLY = new Set(['POST /auth/admin/keys/rotate', 'GET /metrics']);
 
 const OWNER = 'sec-owner';
 const WORKSPACE = 'sec_ws';
@@ -128,6 +141,11 @@ function expand(url: string, f: Fixtures): string {
     invoice_id: 'inv_doesnotexist0001',
     domain: 'example.com',
     notification_id: 'ntf_doesnotexist0001',
+    prefix: 'lakeport',
+    namespace: WORKSPACE,
+    table: 'orders',
+    dataset_id: 'ds_doesnotexist0001',
+    file: 'snap-1-000000000000.avro',
   };
   const expanded = url.replace(/:([A-Za-z_][A-Za-z0-9_]*)/g, (_m, name: string) => {
     if (!(name in values)) throw new Error(`route ${url}: no sample value for path parameter :${name} — add one to expand()`);
@@ -183,9 +201,15 @@ describe('route table security', () => {
     });
   }
 
-  function expectErrorBody(res: { body: string; json(): any }, method: string, label: string, code?: string | string[]) {
+  function expectErrorBody(res: { statusCode: number; body: string; json(): any; headers: Record<string, unknown> }, method: string, label: string, code?: string | string[]) {
     if (method === 'HEAD') return; // no body on HEAD
     const body = res.json();
+    if (label.includes(' /iceberg/')) {
+      // The Iceberg REST catalog answers in the Iceberg spec's shape, Lakeport's code in a header (docs/iceberg.md).
+      expect(body.error, `${label}: error in ${res.body}`).toMatchObject({ message: expect.any(String), type: expect.any(String), code: res.statusCode });
+      if (code !== undefined) expect([code].flat(), `${label}: code header`).toContain(res.headers['x-lakeport-error-code']);
+      return;
+    }
     expect(typeof body.detail, `${label}: detail in ${res.body}`).toBe('string');
     expect(typeof body.code, `${label}: code in ${res.body}`).toBe('string');
     if (code !== undefined) expect([code].flat(), `${label}: code in ${res.body}`).toContain(body.code);
@@ -242,7 +266,7 @@ describe('route table security', () => {
     await t?.close();
   });
 
-  it('collects a non-trivial, real route table across all seven service prefixes', () => {
+  it('collects a non-trivial, real route table across all eight service prefixes', () => {
     for (const r of routes) {
       expect(t.app.hasRoute({ method: r.method as 'GET', url: r.url }), `${r.method} ${r.url}`).toBe(true);
     }
@@ -257,8 +281,8 @@ describe('route table security', () => {
       const [method, url] = entry.split(' ');
       expect(t.app.hasRoute({ method: method as 'GET', url }), `allow-listed ${entry}`).toBe(true);
     }
-    // Nothing outside the service prefixes except the allow-listed root routes.
-    const stray = protectedRoutes.filter((r) => prefixOf(r.url) === undefined);
+    // Nothing outside the service prefixes except the allow-listed root routes and the admin's /metrics.
+    const stray = protectedRoutes.filter((r) => prefixOf(r.url) === undefined && !ADMIN_ONLY.has(`${r.method === 'HEAD' ? 'GET' : r.method} ${r.url}`));
     expect(stray, 'protected routes outside the service prefixes').toEqual([]);
   });
 

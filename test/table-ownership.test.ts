@@ -25,6 +25,7 @@ const UPLOAD = 'src/services/upload';
 const JOBS = 'src/services/jobs';
 const CRYPTO = 'src/core/crypto';
 const DB = 'src/core/db';
+const STARTUP = 'src/core/startup';
 
 /** table → the one directory whose files may query it. */
 const OWNERS: Record<string, string> = {
@@ -49,6 +50,7 @@ const OWNERS: Record<string, string> = {
   idp_policies: ACCOUNTS,
   idp_denials: ACCOUNTS,
   idp_last_sign_ins: ACCOUNTS,
+  workspace_catalog_bindings: ACCOUNTS,
   policies: POLICY,
   catalog_namespaces: CATALOG,
   catalog_collections: CATALOG,
@@ -68,6 +70,7 @@ const OWNERS: Record<string, string> = {
   materialized_views: JOBS,
   secrets: JOBS,
   secret_data_keys: CRYPTO,
+  cluster_identity: STARTUP,
   // The migrator's own, made by migrate.ts rather than a migration.
   schema_migrations: DB,
 };

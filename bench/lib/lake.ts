@@ -61,11 +61,28 @@ export async function footerOf(file: string, size: number): Promise<Buffer> {
 
 /** Negotiate (footer sample, infer), accept, stream the Parquet file to /data, commit. Returns the rows written and seconds taken. */
 export async function uploadParquet(api: Api, file: string, destination: string): Promise<{ contractId: string; rows: number; seconds: number }> {
-  const start = performance.now();
   const size = (await fsp.stat(file)).size;
+  const sample = await footerOf(file, size);
+  return upload(api, destination, { name: path.basename(file), sample, contentType: 'application/vnd.apache.parquet', size, body: () => fs.createReadStream(file) as unknown as BodyInit });
+}
+
+/** A small CSV (its text is its own sample) as one commit to `destination` (mode auto: inferred for a new dataset, the dataset's columns after). */
+export async function uploadCsv(api: Api, text: string, destination: string): Promise<{ contractId: string; rows: number; seconds: number }> {
+  const bytes = Buffer.from(text, 'utf8');
+  return upload(api, destination, { name: 'rows.csv', sample: bytes, contentType: 'text/csv', size: bytes.length, body: () => bytes }, 'auto');
+}
+
+/** The upload API's round: negotiate (sample, infer), accept when proposed, stream the file to /data, commit. */
+async function upload(
+  api: Api,
+  destination: string,
+  file: { name: string; sample: Buffer; contentType: string; size: number; body: () => BodyInit },
+  mode: 'infer' | 'auto' = 'infer',
+): Promise<{ contractId: string; rows: number; seconds: number }> {
+  const start = performance.now();
   const form = new FormData();
-  form.append('contract', JSON.stringify({ destination, schema: { mode: 'infer' } }));
-  form.append('sample', new Blob([new Uint8Array(await footerOf(file, size))]), path.basename(file));
+  form.append('contract', JSON.stringify({ destination, schema: { mode } }));
+  form.append('sample', new Blob([new Uint8Array(file.sample)]), file.name);
   const contract = await json<{ contract_id: string; schema_fingerprint: string; state: string }>(await fetch(`${api.url}/upload/v2/contracts`, { method: 'POST', headers: api.auth, body: form }));
   if (contract.state === 'proposed') {
     await json(
@@ -79,8 +96,8 @@ export async function uploadParquet(api: Api, file: string, destination: string)
   await json(
     await fetch(`${api.url}/upload/v2/contracts/${contract.contract_id}/data`, {
       method: 'POST',
-      headers: { ...api.auth, 'content-type': 'application/vnd.apache.parquet', 'content-length': String(size), 'x-file-name': path.basename(file) },
-      body: fs.createReadStream(file) as unknown as BodyInit,
+      headers: { ...api.auth, 'content-type': file.contentType, 'content-length': String(file.size), 'x-file-name': file.name },
+      body: file.body(),
       duplex: 'half',
     } as RequestInit),
   );

@@ -16,6 +16,8 @@ export interface BenchServer {
   database: string;
   /** The server process's peak resident memory so far (Linux VmHWM), in bytes. */
   peakRssBytes(): Promise<number | undefined>;
+  /** CPU seconds the server process (all its threads) has used so far (Linux /proc), or undefined. */
+  cpuSeconds(): Promise<number | undefined>;
   /** Stops the server (SIGTERM, SIGKILL after 5 s) and removes its data directory and database. Idempotent. */
   stop(): Promise<void>;
 }
@@ -105,8 +107,14 @@ export async function startServer(options: StartOptions = {}): Promise<BenchServ
       const kb = /VmHWM:\s+(\d+) kB/.exec(status)?.[1];
       return kb === undefined ? undefined : Number(kb) * 1024;
     };
+    const cpuSeconds = async () => {
+      // Fields 14 and 15 of /proc/<pid>/stat (after the parenthesised name): user and system time in clock ticks (100 a second).
+      const stat = await fs.readFile(`/proc/${child.pid}/stat`, 'utf8').catch(() => '');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      return fields.length > 13 ? (Number(fields[11]) + Number(fields[12])) / 100 : undefined;
+    };
     const where = database ? `PostgreSQL ${new URL(database.url).host}/${database.name}` : 'PGlite';
-    return { url, adminToken, database: where, peakRssBytes, stop };
+    return { url, adminToken, database: where, peakRssBytes, cpuSeconds, stop };
   } catch (error) {
     await stop();
     const output = early.length ? `\n--- server stdout ---\n${early.join('\n')}` : '';

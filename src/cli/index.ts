@@ -216,7 +216,8 @@ export async function main(argv: string[], from: Entry = entry): Promise<number>
       process.stderr.write(`lakeport: ${error.message}\n${usage(error.path)}\n`);
       return 2;
     }
-    if (error instanceof ConfigurationMistake) {
+    // A misconfiguration found at start (core/startup's StartRefusal, not imported here: see above) is one too.
+    if (error instanceof ConfigurationMistake || (error instanceof Error && error.name === 'StartRefusal')) {
       process.stderr.write(`lakeport: ${error.message}\n`);
       return 2;
     }

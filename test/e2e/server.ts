@@ -12,11 +12,11 @@ import crypto from 'node:crypto';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { afterAll, beforeAll } from 'vitest';
+import { groupAlive, REPO_ROOT, signalGroup } from '../processes.ts';
 
-export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+export { REPO_ROOT } from '../processes.ts';
 
 export interface StartServerOptions {
   /** How long to wait for the server to announce itself. */
@@ -50,25 +50,6 @@ const ADMIN_TOKEN_LINE = /^admin token \(shown once; kept in (.+)\): (\S+)$/m;
 const KILL_GRACE_MS = 5_000;
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
-
-/** Whether any process of the group led by `pgid` is still alive. */
-function groupAlive(pgid: number): boolean {
-  try {
-    process.kill(-pgid, 0);
-    return true;
-  } catch (error) {
-    // EPERM: the processes exist but we may not signal them (should not happen for our own group).
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
-function signalGroup(pgid: number, signal: NodeJS.Signals) {
-  try {
-    process.kill(-pgid, signal);
-  } catch {
-    /* already gone */
-  }
-}
 
 async function waitUntil(check: () => boolean, timeoutMs: number, stepMs = 50): Promise<boolean> {
   const deadline = Date.now() + timeoutMs;

@@ -1202,8 +1202,58 @@ export interface paths {
                             /** @enum {string} */
                             role: "reader" | "writer" | "admin" | "owner";
                         }[];
-                        /** @description External catalog bindings are not available yet; omit this field or send null (the native catalog) */
-                        catalog?: null;
+                        /** @description The catalog binding to store once the workspace exists (docs/catalog-bindings.md); null or absent: the native catalog */
+                        catalog?: ({
+                            /** @enum {string} */
+                            kind: "native";
+                            /**
+                             * @description The native catalog takes no configuration
+                             * @default {}
+                             */
+                            config?: Record<string, never>;
+                            auth?: null;
+                            /** @default false */
+                            preserve_sql_case?: boolean;
+                        } | {
+                            /** @enum {string} */
+                            kind: "iceberg_rest";
+                            config: {
+                                /**
+                                 * Format: uri
+                                 * @description The catalog's base URL (PyIceberg and Spark: `uri`); Lakeport calls `{uri}/v1/config`, `{uri}/v1/{prefix}/namespaces`…
+                                 */
+                                uri: string;
+                                /** @description The warehouse to ask for (`GET /v1/config?warehouse=…`) */
+                                warehouse?: string;
+                                /** @description The path prefix after `/v1/`; the catalog's `/v1/config` overrides may set it instead */
+                                prefix?: string;
+                            };
+                            auth?: ({
+                                /** @enum {string} */
+                                type: "bearer";
+                                /** @description The bearer token, sent as `Authorization: Bearer …` (write-only: stored encrypted, never answered) */
+                                token: string;
+                            } | {
+                                /** @enum {string} */
+                                type: "oauth2";
+                                /** @description The OAuth2 client id */
+                                client_id: string;
+                                /** @description The OAuth2 client secret (write-only: stored encrypted, never answered) */
+                                client_secret: string;
+                                /**
+                                 * Format: uri
+                                 * @description The token endpoint; default `{uri}/v1/oauth/tokens`
+                                 */
+                                oauth2_server_uri?: string;
+                                /** @description The scope asked for; default `catalog` */
+                                scope?: string;
+                            }) | null;
+                            /**
+                             * @description Keep external names as they are: names that are not already lowercase are skipped (listed under `skipped`) rather than folded
+                             * @default false
+                             */
+                            preserve_sql_case?: boolean;
+                        }) | null;
                     };
                 };
             };
@@ -3259,6 +3309,694 @@ export interface paths {
                                 reason: string | null;
                                 last_sign_in_at: string | null;
                             }[];
+                        };
+                    };
+                };
+                /** @description The request is invalid: one entry per problem, with its location */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["HTTPValidationError"];
+                    };
+                };
+                /** @description Refused: not authenticated, not allowed, not found, in conflict… */
+                "4XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Server error */
+                "5XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/control/v1/catalog-kinds": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The catalog kinds a workspace may be bound to, with their config and auth fields (any signed-in caller; cached privately 5 minutes, ETag) */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            kinds: {
+                                /** @enum {string} */
+                                kind: "native" | "iceberg_rest";
+                                title: string;
+                                description: string;
+                                config: {
+                                    name: string;
+                                    required: boolean;
+                                    secret: boolean;
+                                    description: string;
+                                }[];
+                                auth: {
+                                    type: string;
+                                    fields: {
+                                        name: string;
+                                        required: boolean;
+                                        secret: boolean;
+                                        description: string;
+                                    }[];
+                                }[];
+                                operations: ("test" | "sync")[];
+                            }[];
+                        };
+                    };
+                };
+                /** @description Not modified: the If-None-Match ETag is current */
+                304: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description Refused: not authenticated, not allowed, not found, in conflict… */
+                "4XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Server error */
+                "5XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/control/v1/catalog-connections/test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Test a draft catalog connection: 200 with ok false when the catalog fails (the caller's own errors stay 4xx) */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        kind: "native";
+                        /**
+                         * @description The native catalog takes no configuration
+                         * @default {}
+                         */
+                        config?: Record<string, never>;
+                        auth?: null;
+                    } | {
+                        /** @enum {string} */
+                        kind: "iceberg_rest";
+                        config: {
+                            /**
+                             * Format: uri
+                             * @description The catalog's base URL (PyIceberg and Spark: `uri`); Lakeport calls `{uri}/v1/config`, `{uri}/v1/{prefix}/namespaces`…
+                             */
+                            uri: string;
+                            /** @description The warehouse to ask for (`GET /v1/config?warehouse=…`) */
+                            warehouse?: string;
+                            /** @description The path prefix after `/v1/`; the catalog's `/v1/config` overrides may set it instead */
+                            prefix?: string;
+                        };
+                        auth?: ({
+                            /** @enum {string} */
+                            type: "bearer";
+                            /** @description The bearer token, sent as `Authorization: Bearer …` (write-only: stored encrypted, never answered) */
+                            token: string;
+                        } | {
+                            /** @enum {string} */
+                            type: "oauth2";
+                            /** @description The OAuth2 client id */
+                            client_id: string;
+                            /** @description The OAuth2 client secret (write-only: stored encrypted, never answered) */
+                            client_secret: string;
+                            /**
+                             * Format: uri
+                             * @description The token endpoint; default `{uri}/v1/oauth/tokens`
+                             */
+                            oauth2_server_uri?: string;
+                            /** @description The scope asked for; default `catalog` */
+                            scope?: string;
+                        }) | null;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            ok: boolean;
+                            /** @enum {string} */
+                            kind: "native" | "iceberg_rest";
+                            /**
+                             * @description Why the catalog failed (ok: false)
+                             * @enum {string}
+                             */
+                            reason?: "timeout" | "unreachable" | "auth_refused" | "http_error" | "invalid_response" | "too_large";
+                            detail?: string;
+                            /** @description The catalog's HTTP status, when it answered one */
+                            status?: number;
+                            /** @description The effective prefix (ok: true) */
+                            prefix?: string | null;
+                            /** @description How many top-level namespaces it lists (ok: true) */
+                            namespaces?: number;
+                            elapsed_ms: number;
+                        };
+                    };
+                };
+                /** @description The request is invalid: one entry per problem, with its location */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["HTTPValidationError"];
+                    };
+                };
+                /** @description Refused: not authenticated, not allowed, not found, in conflict… */
+                "4XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Server error */
+                "5XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/control/v1/workspaces/{name}/catalog": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The workspace's catalog binding, its credential redacted; kind native when unbound (any role on the workspace) */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    name: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            workspace: string;
+                            /** @enum {string} */
+                            kind: "native" | "iceberg_rest";
+                            config: {
+                                [key: string]: string;
+                            };
+                            auth: {
+                                /** @enum {string} */
+                                type: "bearer" | "oauth2";
+                                /** @enum {string} */
+                                token?: "redacted";
+                                client_id?: string;
+                                /** @enum {string} */
+                                client_secret?: "redacted";
+                                oauth2_server_uri?: string;
+                                scope?: string;
+                            } | null;
+                            preserve_sql_case: boolean;
+                            updated_by: string | null;
+                            updated_at: string | null;
+                            last_sync: {
+                                at: string;
+                                by: string;
+                                namespaces: number;
+                                tables: number;
+                                added: number;
+                                removed: number;
+                                kept: number;
+                                skipped: number;
+                            } | null;
+                        };
+                    };
+                };
+                /** @description The request is invalid: one entry per problem, with its location */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["HTTPValidationError"];
+                    };
+                };
+                /** @description Refused: not authenticated, not allowed, not found, in conflict… */
+                "4XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Server error */
+                "5XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        /** Bind the workspace to a catalog, replacing any binding (owner or admin) */
+        put: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    name: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        kind: "native";
+                        /**
+                         * @description The native catalog takes no configuration
+                         * @default {}
+                         */
+                        config?: Record<string, never>;
+                        auth?: null;
+                        /** @default false */
+                        preserve_sql_case?: boolean;
+                    } | {
+                        /** @enum {string} */
+                        kind: "iceberg_rest";
+                        config: {
+                            /**
+                             * Format: uri
+                             * @description The catalog's base URL (PyIceberg and Spark: `uri`); Lakeport calls `{uri}/v1/config`, `{uri}/v1/{prefix}/namespaces`…
+                             */
+                            uri: string;
+                            /** @description The warehouse to ask for (`GET /v1/config?warehouse=…`) */
+                            warehouse?: string;
+                            /** @description The path prefix after `/v1/`; the catalog's `/v1/config` overrides may set it instead */
+                            prefix?: string;
+                        };
+                        auth?: ({
+                            /** @enum {string} */
+                            type: "bearer";
+                            /** @description The bearer token, sent as `Authorization: Bearer …` (write-only: stored encrypted, never answered) */
+                            token: string;
+                        } | {
+                            /** @enum {string} */
+                            type: "oauth2";
+                            /** @description The OAuth2 client id */
+                            client_id: string;
+                            /** @description The OAuth2 client secret (write-only: stored encrypted, never answered) */
+                            client_secret: string;
+                            /**
+                             * Format: uri
+                             * @description The token endpoint; default `{uri}/v1/oauth/tokens`
+                             */
+                            oauth2_server_uri?: string;
+                            /** @description The scope asked for; default `catalog` */
+                            scope?: string;
+                        }) | null;
+                        /**
+                         * @description Keep external names as they are: names that are not already lowercase are skipped (listed under `skipped`) rather than folded
+                         * @default false
+                         */
+                        preserve_sql_case?: boolean;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            workspace: string;
+                            /** @enum {string} */
+                            kind: "native" | "iceberg_rest";
+                            config: {
+                                [key: string]: string;
+                            };
+                            auth: {
+                                /** @enum {string} */
+                                type: "bearer" | "oauth2";
+                                /** @enum {string} */
+                                token?: "redacted";
+                                client_id?: string;
+                                /** @enum {string} */
+                                client_secret?: "redacted";
+                                oauth2_server_uri?: string;
+                                scope?: string;
+                            } | null;
+                            preserve_sql_case: boolean;
+                            updated_by: string | null;
+                            updated_at: string | null;
+                            last_sync: {
+                                at: string;
+                                by: string;
+                                namespaces: number;
+                                tables: number;
+                                added: number;
+                                removed: number;
+                                kept: number;
+                                skipped: number;
+                            } | null;
+                        };
+                    };
+                };
+                /** @description The request is invalid: one entry per problem, with its location */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["HTTPValidationError"];
+                    };
+                };
+                /** @description Refused: not authenticated, not allowed, not found, in conflict… */
+                "4XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Server error */
+                "5XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        post?: never;
+        /** Revert the workspace to the native catalog; the stubs the binding listed go (owner or admin) */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    name: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            workspace: string;
+                            /** @enum {string} */
+                            kind: "native" | "iceberg_rest";
+                            config: {
+                                [key: string]: string;
+                            };
+                            auth: {
+                                /** @enum {string} */
+                                type: "bearer" | "oauth2";
+                                /** @enum {string} */
+                                token?: "redacted";
+                                client_id?: string;
+                                /** @enum {string} */
+                                client_secret?: "redacted";
+                                oauth2_server_uri?: string;
+                                scope?: string;
+                            } | null;
+                            preserve_sql_case: boolean;
+                            updated_by: string | null;
+                            updated_at: string | null;
+                            last_sync: {
+                                at: string;
+                                by: string;
+                                namespaces: number;
+                                tables: number;
+                                added: number;
+                                removed: number;
+                                kept: number;
+                                skipped: number;
+                            } | null;
+                        };
+                    };
+                };
+                /** @description The request is invalid: one entry per problem, with its location */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["HTTPValidationError"];
+                    };
+                };
+                /** @description Refused: not authenticated, not allowed, not found, in conflict… */
+                "4XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Server error */
+                "5XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/control/v1/workspaces/{name}/catalog/sync": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** List the external catalog into stub datasets; 502/504 when it fails, the stored listing unchanged (owner or admin) */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    name: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            workspace: string;
+                            /** @enum {string} */
+                            kind: "iceberg_rest";
+                            prefix: string | null;
+                            namespaces: number;
+                            tables: number;
+                            /** @description `collection.dataset` of the stubs added */
+                            added: string[];
+                            /** @description `collection.dataset` of the stubs removed */
+                            removed: string[];
+                            kept: number;
+                            skipped: {
+                                namespace: string[];
+                                table: string;
+                                /** @enum {string} */
+                                reason: "invalid_name" | "case_not_preserved" | "name_too_long" | "name_collision" | "dataset_exists";
+                                detail: string;
+                            }[];
+                            synced_at: string;
+                        };
+                    };
+                };
+                /** @description The request is invalid: one entry per problem, with its location */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["HTTPValidationError"];
+                    };
+                };
+                /** @description Refused: not authenticated, not allowed, not found, in conflict… */
+                "4XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Server error */
+                "5XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/control/v1/workspaces/{name}/catalog/test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Test the saved catalog binding (body ignored): 200 with ok false when the catalog fails (owner or admin) */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    name: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            ok: boolean;
+                            /** @enum {string} */
+                            kind: "native" | "iceberg_rest";
+                            /**
+                             * @description Why the catalog failed (ok: false)
+                             * @enum {string}
+                             */
+                            reason?: "timeout" | "unreachable" | "auth_refused" | "http_error" | "invalid_response" | "too_large";
+                            detail?: string;
+                            /** @description The catalog's HTTP status, when it answered one */
+                            status?: number;
+                            /** @description The effective prefix (ok: true) */
+                            prefix?: string | null;
+                            /** @description How many top-level namespaces it lists (ok: true) */
+                            namespaces?: number;
+                            elapsed_ms: number;
                         };
                     };
                 };

@@ -38,6 +38,7 @@ export type ManagementAction =
   | 'service_account.credentials'
   | 'notification.update'
   | 'idp_policy.write'
+  | 'catalog.test'
   // any credential of the identity
   | 'notification.read'
   // workspace level: pairs covering `<ws>.*` with owner (or unnarrowed)
@@ -76,6 +77,7 @@ const ACCOUNT_LEVEL: ReadonlySet<ManagementAction> = new Set([
   'service_account.credentials',
   'notification.update',
   'idp_policy.write',
+  'catalog.test',
 ]);
 
 const DESCRIBE: Record<ManagementAction, string> = {
@@ -98,6 +100,7 @@ const DESCRIBE: Record<ManagementAction, string> = {
   'service_account.credentials': "manage service accounts' credentials",
   'notification.update': 'mark notifications read or dismiss them',
   'idp_policy.write': "write or delete the account's sign-in (IdP) policy",
+  'catalog.test': 'test connections to external catalogs',
   'notification.read': "read the identity's notifications",
   'workspace.delete': 'delete a workspace',
   'credential.create': 'create credentials',

@@ -2,8 +2,10 @@ import { sql } from 'kysely';
 import { newId } from '../crypto/random.ts';
 import type { Db, DatasetProperties } from '../db/index.ts';
 import { appError } from '../errors/index.ts';
+import { KEPT_READ_TTL_MS, KeptReads } from '../kept.ts';
 import { commitSnapshotIn } from './commit.ts';
-import { checkDescription, checkKind, checkProperties, mergeDatasetProperties, normalizeColumns } from './definition.ts';
+import { replaceExternalIn, type ExternalDatasetEntry, type ExternalSyncResult } from './external.ts';
+import { checkDescription, checkKind, checkProperties, mergeDatasetProperties, normalizeColumns, sameJson } from './definition.ts';
 import { guarded, mergeProperties, type NamespaceGuards, type NamespacePropertiesPatch } from './guards.ts';
 import { datasetsWithSmallFiles, releaseLease, renewLease, takeLease } from './maintenance.ts';
 import { formatRef, normalizeName, normalizeRef, normalizeTagName, type DatasetRef } from './names.ts';
@@ -65,12 +67,19 @@ export const DEFAULT_LIFECYCLE: LifecycleSettings = { undropRetentionMs: 7 * 24 
  */
 export class Catalog {
   private readonly lifecycle: LifecycleSettings;
+  /** Each workspace's live datasets, for listings asked on every request (`listDatasets(…, { kept: true })`). */
+  private readonly keptListings: KeptReads<string, Dataset[]>;
 
   constructor(
     private readonly db: Db,
     lifecycle: Partial<LifecycleSettings> = {},
   ) {
     this.lifecycle = { ...DEFAULT_LIFECYCLE, ...lifecycle };
+    this.keptListings = new KeptReads({
+      ttlMs: KEPT_READ_TTL_MS,
+      max: 1_000,
+      tables: { writes: db.writes, names: ['catalog_namespaces', 'catalog_collections', 'catalog_datasets'] },
+    });
   }
 
   /** How long dropped datasets stay restorable and expired files wait before deletion. */
@@ -213,8 +222,13 @@ export class Catalog {
     return findDataset(this.db.kysely, key);
   }
 
-  /** The workspace's datasets ordered by collection and name; 404 for a missing namespace or collection. */
-  async listDatasets(workspace: string, options: { collection?: string } = {}): Promise<Dataset[]> {
+  /**
+   * The workspace's datasets ordered by collection and name; 404 for a missing namespace or collection.
+   * `kept`: the whole workspace's, as read up to KEPT_READ_TTL_MS ago (this process's own changes are
+   * always seen, another server's within that time): for listings, not for reading a dataset's data.
+   */
+  async listDatasets(workspace: string, options: { collection?: string; kept?: boolean } = {}): Promise<Dataset[]> {
+    if (options.kept && options.collection === undefined) return [...(await this.keptListings.get(workspace, () => this.listDatasets(workspace)))];
     const ws = normalizeName('workspace', workspace);
     await requireNamespace(this.db.kysely, ws);
     let query = this.db.kysely.selectFrom('catalog_datasets').selectAll().where('workspace', '=', ws).where('dropped_at', 'is', null);
@@ -292,6 +306,27 @@ export class Catalog {
   /** EXPIRE SNAPSHOTS (see lifecycle.ts); 423 GUARDED under history_protection. */
   async expireSnapshots(key: DatasetKey, options: ExpiryOptions): Promise<ExpiryResult> {
     return this.transaction((trx) => expireSnapshotsIn(trx, key, options, this.lifecycle.fileGraceMs));
+  }
+
+  // ── external stubs ──────────────────────────────────────────────────────────
+
+  /**
+   * Makes the workspace's `external` stubs exactly `entries`, in one transaction (external.ts): new
+   * ones added, listed ones kept, the rest removed; other kinds are never touched (an entry naming
+   * one is a conflict). `within` runs last in the same transaction (a throw undoes everything): the
+   * caller's own record of the change.
+   */
+  async replaceExternalDatasets(
+    workspace: string,
+    entries: readonly ExternalDatasetEntry[],
+    author: string,
+    within?: (trx: Executor, result: ExternalSyncResult) => Promise<void>,
+  ): Promise<ExternalSyncResult> {
+    return this.transaction(async (trx) => {
+      const result = await replaceExternalIn(trx, workspace, entries, author);
+      await within?.(trx, result);
+      return result;
+    });
   }
 
   // ── leases and file deletion ───────────────────────────────────────────────
@@ -376,6 +411,12 @@ export class Catalog {
     });
   }
 
+  /** A snapshot id no other commit will take, for a commit that names its snapshot before it is made (CommitInput.snapshotId). */
+  async reserveSnapshotId(): Promise<number> {
+    const { rows } = await sql<{ id: string }>`SELECT nextval(pg_get_serial_sequence('catalog_snapshots', 'snapshot_id')) AS id`.execute(this.db.kysely);
+    return Number(rows[0].id);
+  }
+
   /** The snapshot a selector names; 404 SNAPSHOT_NOT_FOUND / TAG_NOT_FOUND when there is none. */
   async resolveSnapshot(key: DatasetKey, selector: SnapshotSelector): Promise<Snapshot> {
     const dataset = await requireVersionedDataset(this.db.kysely, key);
@@ -400,6 +441,24 @@ export class Catalog {
   /** The data files that make up a snapshot: added at or before it and not removed at or before it. 410 when it expired. */
   async snapshotFiles(snapshotId: number): Promise<DataFile[]> {
     return filesOfSnapshot(this.db.kysely, await requireLiveSnapshot(this.db.kysely, snapshotId));
+  }
+
+  /** One data file of a dataset by its id (any the catalog still names, current or not); undefined when there is none. */
+  async findDataFile(datasetId: string, fileId: string): Promise<DataFile | undefined> {
+    return this.db.kysely.selectFrom('catalog_data_files').selectAll().where('dataset_id', '=', datasetId).where('file_id', '=', fileId).executeTakeFirst();
+  }
+
+  /**
+   * Every file row the catalog keeps for the dataset, without statistics: which snapshot added and
+   * removed each, its rows and bytes. A snapshot that has not expired finds all of its files here
+   * (expiry deletes only rows no such snapshot needs), so counts per snapshot can be made from it.
+   */
+  async fileHistory(datasetId: string): Promise<Pick<DataFile, 'file_id' | 'added_in_snapshot' | 'removed_in_snapshot' | 'row_count' | 'size_bytes'>[]> {
+    return this.db.kysely
+      .selectFrom('catalog_data_files')
+      .select(['file_id', 'added_in_snapshot', 'removed_in_snapshot', 'row_count', 'size_bytes'])
+      .where('dataset_id', '=', datasetId)
+      .execute();
   }
 
   // ── maintenance (docs/compaction.md) ──────────────────────────────────────
@@ -533,23 +592,6 @@ function nextDefinition(dataset: Dataset, patch: DatasetPatch) {
   const unchanged =
     sameJson(next.columns, dataset.columns) && next.description === dataset.description && sameJson(next.properties, dataset.properties);
   return unchanged ? undefined : next;
-}
-
-/** Compares JSON values regardless of object key order (jsonb does not keep it). */
-function sameJson(a: unknown, b: unknown): boolean {
-  return JSON.stringify(canonical(a)) === JSON.stringify(canonical(b));
-}
-
-function canonical(value: unknown): unknown {
-  if (Array.isArray(value)) return value.map(canonical);
-  if (value && typeof value === 'object') {
-    return Object.fromEntries(
-      Object.entries(value as DatasetProperties)
-        .sort(([x], [y]) => (x < y ? -1 : x > y ? 1 : 0))
-        .map(([k, v]) => [k, canonical(v)]),
-    );
-  }
-  return value;
 }
 
 async function requireTag(trx: Executor, dataset: Dataset, name: string, lock?: 'update'): Promise<Tag> {

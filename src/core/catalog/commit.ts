@@ -65,9 +65,13 @@ function checkDefinitionVersion(dataset: Dataset, input: CommitInput): void {
 async function refuseKnownPaths(trx: Executor, files: DataFileInput[]): Promise<void> {
   for (let i = 0; i < files.length; i += INSERT_BATCH) {
     const paths = files.slice(i, i + INSERT_BATCH).map((file) => file.path);
-    const known =
-      (await trx.selectFrom('catalog_data_files').select('path').where('path', 'in', paths).executeTakeFirst()) ??
-      (await trx.selectFrom('catalog_file_deletions').select('path').where('path', 'in', paths).executeTakeFirst());
+    const known = await trx
+      .selectFrom('catalog_data_files')
+      .select('path')
+      .where('path', 'in', paths)
+      .unionAll(trx.selectFrom('catalog_file_deletions').select('path').where('path', 'in', paths))
+      .limit(1)
+      .executeTakeFirst();
     if (known) throw invalidCommit(`File ${known.path} is already part of the catalog`);
   }
 }
@@ -194,6 +198,7 @@ export async function commitSnapshotIn(trx: Executor, input: CommitInput, intern
   const snapshot = await trx
     .insertInto('catalog_snapshots')
     .values({
+      ...(input.snapshotId === undefined ? {} : { snapshot_id: input.snapshotId }),
       dataset_id: dataset.dataset_id,
       parent_snapshot_id: parent?.snapshot_id ?? null,
       sequence: (parent?.sequence ?? 0) + 1,

@@ -64,3 +64,20 @@ export function checkDescription(description: unknown): string | null {
   if (typeof description !== 'string') throw invalid('description must be a string or null');
   return description;
 }
+
+/** Compares JSON values regardless of object key order (jsonb does not keep it). */
+export function sameJson(a: unknown, b: unknown): boolean {
+  return JSON.stringify(canonical(a)) === JSON.stringify(canonical(b));
+}
+
+function canonical(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(canonical);
+  if (value && typeof value === 'object') {
+    return Object.fromEntries(
+      Object.entries(value as DatasetProperties)
+        .sort(([x], [y]) => (x < y ? -1 : x > y ? 1 : 0))
+        .map(([k, v]) => [k, canonical(v)]),
+    );
+  }
+  return value;
+}

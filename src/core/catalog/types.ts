@@ -54,6 +54,8 @@ export interface DataFileInput {
 
 export interface CommitInput {
   dataset: DatasetKey;
+  /** An id taken with Catalog.reserveSnapshotId (the snapshot is then named before it exists); absent: the next one. */
+  snapshotId?: number;
   /** The snapshot the writer started from: a number, `null` for "no snapshot yet", `undefined` to skip the check. */
   expectedParent?: number | null;
   /** When given, the commit fails with 409 DEFINITION_CONFLICT if the definition changed since. */

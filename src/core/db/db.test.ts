@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPostgresDatabaseUrl, createTestDb, TEST_DATABASE_URL, type TestDb } from '../../../test/harness.ts';
+import { startTcpProxy } from '../../../test/tcp-proxy.ts';
 import { loadMigrations, migrate, openDatabase } from './index.ts';
 
 describe(`metadata database (${TEST_DATABASE_URL ? 'PostgreSQL' : 'PGlite'})`, () => {
@@ -54,6 +55,26 @@ describe(`metadata database (${TEST_DATABASE_URL ? 'PostgreSQL' : 'PGlite'})`, (
   });
 });
 
+describe('Db.relaxedCommit', () => {
+  let t: TestDb;
+  beforeAll(async () => {
+    t = await createTestDb();
+  });
+  afterAll(async () => t.dispose());
+
+  it('commits what it writes, visible at once; on PostgreSQL without waiting for the WAL flush, in that transaction only', async () => {
+    await sql`CREATE TABLE relaxed_test (id int PRIMARY KEY)`.execute(t.db.kysely);
+    const setting = await t.db.relaxedCommit(async (q) => {
+      await sql`INSERT INTO relaxed_test VALUES (1)`.execute(q);
+      return (await sql<{ s: string }>`SELECT current_setting('synchronous_commit') AS s`.execute(q)).rows[0].s;
+    });
+    expect(setting).toBe(TEST_DATABASE_URL ? 'off' : 'on');
+    expect((await sql<{ s: string }>`SELECT current_setting('synchronous_commit') AS s`.execute(t.db.kysely)).rows[0].s).toBe('on');
+    expect((await sql<{ n: number }>`SELECT count(*)::int AS n FROM relaxed_test`.execute(t.db.kysely)).rows[0].n).toBe(1);
+    await expect(t.db.relaxedCommit((q) => sql`INSERT INTO relaxed_test VALUES (1)`.execute(q))).rejects.toMatchObject({ code: '23505' });
+  });
+});
+
 describe('Db.changes', () => {
   let t: TestDb;
   beforeAll(async () => {
@@ -97,6 +118,47 @@ describe.runIf(TEST_DATABASE_URL)('migrations under concurrency (PostgreSQL)', (
       expect(results.filter((r) => r.length === 0)).toHaveLength(3);
     } finally {
       await Promise.all(dbs.map((db) => db.close()));
+      await drop();
+    }
+  });
+});
+
+describe.runIf(TEST_DATABASE_URL)('losing the connection to PostgreSQL (a restart, a network cut)', () => {
+  it('fails the statements under way, never the process, and reconnects by itself', async () => {
+    const { url, drop } = await createPostgresDatabaseUrl();
+    const target = new URL(url);
+    const relay = await startTcpProxy({ host: target.hostname, port: Number(target.port || 5432) });
+    target.hostname = '127.0.0.1';
+    target.port = String(relay.port);
+    const db = await openDatabase({ databaseUrl: target.toString() });
+    try {
+      // A connection checked out between two statements of a transaction when the cut comes: its
+      // 'error' event has no pool listener then, and an unheard 'error' would end the process.
+      const cutInside = db.kysely.transaction().execute(async (trx) => {
+        await sql`SELECT 1`.execute(trx);
+        relay.cut();
+        await new Promise((r) => setTimeout(r, 100));
+        await sql`SELECT 2`.execute(trx);
+      });
+      // A clear 503 for the statements that met the cut, and for those sent while it lasts.
+      const unavailable = { status: 503, code: 'METADATA_UNAVAILABLE' };
+      await expect(cutInside).rejects.toMatchObject(unavailable);
+      await expect(sql`SELECT 1`.execute(db.kysely)).rejects.toMatchObject(unavailable);
+      await expect(db.scriptTransaction((tx) => tx.query('SELECT 1'))).rejects.toMatchObject(unavailable);
+      // A statement under way when the connection is reset (not closed): the socket's own error.
+      relay.restore();
+      const sleeping = sql`SELECT pg_sleep(5)`.execute(db.kysely);
+      await new Promise((r) => setTimeout(r, 300));
+      relay.cut({ reset: true });
+      await expect(sleeping).rejects.toMatchObject(unavailable);
+      // A statement's own failure stays what it is.
+      relay.restore();
+      await expect(sql`SELECT no_such_column FROM no_such_table`.execute(db.kysely)).rejects.toMatchObject({ code: '42P01' });
+      const { rows } = await sql<{ one: number }>`SELECT 1 AS one`.execute(db.kysely);
+      expect(rows).toEqual([{ one: 1 }]);
+    } finally {
+      await db.close();
+      await relay.close();
       await drop();
     }
   });

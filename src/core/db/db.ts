@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { Database } from './schema.ts';
+import type { TableWrites } from './writes.ts';
 
 /** A connection used to run migration scripts (multi-statement SQL) inside one transaction. */
 export interface ScriptTransaction {
@@ -18,6 +19,20 @@ export interface Db {
    * Undefined where other processes may write (PostgreSQL).
    */
   readonly changes?: () => number;
+  /**
+   * The connections this process holds (PostgreSQL: pg.Pool's; PGlite: its one session) and the
+   * queries waiting for one, for GET /metrics.
+   */
+  connections(): { total: number; idle: number; waiting: number };
+  /** This process's writes per table, for caches that must never outlive them (core/kept.ts). */
+  readonly writes: TableWrites;
+  /**
+   * Runs `fn` in a transaction whose COMMIT does not wait for the write-ahead log to reach the disk
+   * (PostgreSQL's `synchronous_commit = off`): what it wrote is visible to every session at once, and
+   * durable within a fraction of a second (PostgreSQL's WAL writer) — a database crash in between
+   * loses it. Only for writes whose loss fails closed. PGlite runs `fn` as one plain statement would.
+   */
+  relaxedCommit<T>(fn: (db: Kysely<Database>) => Promise<T>): Promise<T>;
   close(): Promise<void>;
 }
 

@@ -15,9 +15,11 @@ import {
   type QueryResult,
 } from 'kysely';
 import { inTransaction, type Db } from './db.ts';
-import { lockDirectory } from './dir-lock.ts';
+import { StartRefusal } from '../startup/refusal.ts';
+import { LOCK_STALE_MS, lockDirectory, type LockHolder } from './dir-lock.ts';
 import { Mutex } from './mutex.ts';
 import type { Database } from './schema.ts';
+import { TableWrites, trackWrites } from './writes.ts';
 
 type Reply = { id: number; result?: { rows: unknown[]; affectedRows?: number }; error?: Record<string, unknown> & { message: string } };
 
@@ -169,6 +171,18 @@ async function createCluster(dataDir: string): Promise<void> {
   if (code !== 0) throw new Error(`creating the embedded database in ${dataDir} failed (exit code ${code}): ${stderr.trim().split('\n').at(-1) ?? ''}`);
 }
 
+/** Why the embedded database cannot be opened: another process has it, here or on another host sharing the directory. */
+function lockRefusal(dataDir: string, holder: LockHolder): Error {
+  if (!holder.elsewhere) {
+    return new Error(`the embedded database in ${dataDir} is open in process ${holder.pid}: stop that process first, or set DATABASE_URL so that several processes share PostgreSQL`);
+  }
+  return new StartRefusal(
+    `the embedded database in ${dataDir} is open in process ${holder.pid} on host ${holder.host}, and an embedded (PGlite) data directory belongs to one host`,
+    `give each server its own LAKEPORT_DATA_DIR, or set DATABASE_URL so that servers on several hosts share PostgreSQL (if host ${holder.host} is gone for good, its lock ${dataDir}.lock is taken over ${LOCK_STALE_MS / 1000} s after it stopped)`,
+    'pglite-one-host',
+  );
+}
+
 /**
  * Embedded PostgreSQL, on a thread of its own. `dataDir` undefined keeps everything in memory;
  * `template` (a data-directory dump) skips initdb, which tests use to start a fresh database in
@@ -176,9 +190,7 @@ async function createCluster(dataDir: string): Promise<void> {
  */
 export async function openPglite(dataDir: string | undefined, template?: Blob): Promise<Db> {
   // One process only: two would corrupt the cluster, and Db.changes counts this process's writes.
-  const unlock = dataDir
-    ? lockDirectory(dataDir, (pid) => `the embedded database in ${dataDir} is open in process ${pid}: stop that process first, or set DATABASE_URL so that several processes share PostgreSQL`)
-    : () => undefined;
+  const unlock = dataDir ? lockDirectory(dataDir, (holder) => lockRefusal(dataDir, holder)) : () => undefined;
   let thread: PgliteThread;
   try {
     if (dataDir) {
@@ -191,19 +203,23 @@ export async function openPglite(dataDir: string | undefined, template?: Blob): 
     throw error;
   }
   const mutex = new Mutex();
-  const kysely = new Kysely<Database>({
-    dialect: {
-      createAdapter: () => new PostgresAdapter(),
-      createDriver: () => new ThreadDriver(thread, mutex),
-      createIntrospector: (db) => new PostgresIntrospector(db),
-      createQueryCompiler: () => new PostgresQueryCompiler(),
-    },
-  });
+  const writes = new TableWrites();
+  const dialect = {
+    createAdapter: () => new PostgresAdapter(),
+    createDriver: () => new ThreadDriver(thread, mutex),
+    createIntrospector: (db: Kysely<unknown>) => new PostgresIntrospector(db),
+    createQueryCompiler: () => new PostgresQueryCompiler(),
+  };
+  const kysely = new Kysely<Database>({ dialect: trackWrites(dialect, writes) });
   return {
     kysely,
     driver: 'pglite',
+    writes,
+    // PGlite's commits do not wait for an fsync to begin with (its files are written as it goes).
+    relaxedCommit: (fn) => fn(kysely),
     async scriptTransaction(fn) {
       const release = await mutex.acquire();
+      writes.note(['*']);
       try {
         const session = {
           exec: (sql: string) => thread.exec(sql),
@@ -211,10 +227,12 @@ export async function openPglite(dataDir: string | undefined, template?: Blob): 
         };
         return await inTransaction(session, fn);
       } finally {
+        writes.note(['*']);
         release();
       }
     },
     changes: () => thread.changes,
+    connections: () => ({ total: 1, idle: mutex.holders === 0 ? 1 : 0, waiting: Math.max(0, mutex.holders - 1) }),
     async close() {
       try {
         await kysely.destroy();

@@ -1,6 +1,8 @@
 import type { AccountTables } from './tables/accounts.ts';
 import type { AuthTables } from './tables/auth.ts';
+import type { CatalogBindingTables } from './tables/catalog-bindings.ts';
 import type { CatalogTables } from './tables/catalog.ts';
+import type { ClusterTables } from './tables/cluster.ts';
 import type { DomainTables } from './tables/domains.ts';
 import type { IdpTables } from './tables/idp.ts';
 import type { JobTables } from './tables/jobs.ts';
@@ -22,5 +24,7 @@ export type * from './tables/domains.ts';
 export type * from './tables/payments.ts';
 export type * from './tables/notifications.ts';
 export type * from './tables/idp.ts';
+export type * from './tables/catalog-bindings.ts';
+export type * from './tables/cluster.ts';
 
-export interface Database extends AuthTables, AccountTables, PolicyTables, CatalogTables, UploadTables, JobTables, SecretTables, DomainTables, PaymentTables, NotificationTables, IdpTables {}
+export interface Database extends AuthTables, AccountTables, PolicyTables, CatalogTables, UploadTables, JobTables, SecretTables, DomainTables, PaymentTables, NotificationTables, IdpTables, CatalogBindingTables, ClusterTables {}

@@ -6,7 +6,7 @@ export { rewritePlaceholders, lineColumn, tokenizeSql, type PlaceholderRewrite, 
 export { RowReader, ReadSession, type BoundValue } from './row-reader.ts';
 export { datasetRelation, type DatasetFiles } from './relation.ts';
 export { Sandbox, SandboxInterruptedError, SandboxQueryError, type InterruptReason, type SandboxView, type SandboxOptions, type QueryResult } from './sandbox.ts';
-export { InlineQueryEngine, QueryEngineCrashedError, type QueryEngine, type QueryRequest, type QueryRun, type EngineOptions } from './query-engine.ts';
+export { InlineQueryEngine, QueryEngineCrashedError, type QueryEngine, type QueryEngineStats, type QueryRequest, type QueryRun, type EngineOptions } from './query-engine.ts';
 export { ProcessQueryEngine, type ProcessQueryEngineOptions } from './query-host.ts';
 export { INPUT_LIMITS, sqlTextViolation, valueViolation, tooDeep, type LimitViolation } from './input-limits.ts';
 export { SandboxPool, DEFAULT_SANDBOX_POOL_OPTIONS, type SandboxPoolOptions, type SandboxPoolStats } from './sandbox-pool.ts';

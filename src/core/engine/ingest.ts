@@ -3,11 +3,13 @@ import { createReadStream } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
+import { isDiskFullError } from '../files.ts';
 import { splitIntoChunks, type Chunk } from './chunker.ts';
 import { countFileNewlines, csvDialect, csvRecordLine, csvRecordLines, jsonlRecordLine, jsonlRecordLines } from './csv-lines.ts';
 import { decodingBody, notUtf8InFile, notUtf8Message, type TextEncoding } from './encoding.ts';
 import { INPUT_LIMITS, jsonFileTooDeep } from './input-limits.ts';
 import { IPV4_REGEX, decimalParts, isNestedType, normalizeType, physicalType } from './types.ts';
+import { duckdbMemoryBytes } from './memory.ts';
 import { datasetRelation } from './relation.ts';
 import { quoteIdent, quoteString } from './sql.ts';
 
@@ -302,6 +304,12 @@ export class Ingestor {
     return new Ingestor(instance, single, threads);
   }
 
+  /** The DuckDB memory both engines have in use, in bytes (GET /metrics). */
+  async memoryBytes(): Promise<number> {
+    const [main, single] = await Promise.all([duckdbMemoryBytes(() => this.instance.connect()), duckdbMemoryBytes(() => this.single.connect())]);
+    return main + single;
+  }
+
   private async withConnection<T>(fn: (c: DuckDBConnection) => Promise<T>, instance: DuckDBInstance = this.instance): Promise<T> {
     const connection = await instance.connect();
     try {
@@ -471,6 +479,8 @@ export class Ingestor {
         return { rows, records: rows, ...(await this.statistics(c, input.destination, input.target)), fileColumns };
       } catch (error) {
         await fs.rm(input.destination, { force: true });
+        // The server's disk, not the file: no explanation of the file's shape applies.
+        if (isDiskFullError(error)) throw error;
         const explained = await this.explain(c, error as Error, { ...input, fileColumns }).catch(
           (e: unknown) => new FileShapeError(`The file could not be read as ${input.format}: ${(e as Error).message.split('\n')[0]}`),
         );
@@ -672,6 +682,7 @@ export class Ingestor {
       const described = await c.runAndReadAll(`DESCRIBE SELECT * FROM read_csv($path, ${o.sql}, all_varchar=true, sample_size=1)`, { path: input.path, ...o.params });
       names = (described.getRowObjectsJson() as { column_name: string }[]).map((r) => r.column_name);
     } catch (error) {
+      if (isDiskFullError(error)) throw error;
       throw new FileShapeError(`The file could not be read as csv: ${(error as Error).message.split('\n')[0]}`);
     }
     const sampled = new Map(input.fileColumns.map((col) => [col.name, col]));

@@ -27,8 +27,18 @@ export interface QueryRun {
   interrupt(reason: InterruptReason): void;
 }
 
+/** What an engine holds now (GET /metrics). */
+export interface QueryEngineStats {
+  /** Warm sandbox engines waiting for a job, and those running one. */
+  idle: number;
+  leased: number;
+  /** The query process's resident memory (ProcessQueryEngine; 0 while none runs); inline engines are in this process's. */
+  processResidentBytes?: number;
+}
+
 export interface QueryEngine {
   run(request: QueryRequest): QueryRun;
+  stats(): Promise<QueryEngineStats>;
   close(): Promise<void>;
 }
 
@@ -81,6 +91,11 @@ export class InlineQueryEngine implements QueryEngine {
         sandbox?.interrupt();
       },
     };
+  }
+
+  async stats(): Promise<QueryEngineStats> {
+    const { idle, leased } = this.sandboxes.stats();
+    return { idle, leased };
   }
 
   close(): Promise<void> {

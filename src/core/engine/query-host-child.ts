@@ -7,7 +7,11 @@ import { InlineQueryEngine, toWire, type EngineOptions, type QueryRun } from './
 import type { FromChild } from './query-host.ts';
 import type { InterruptReason } from './sandbox.ts';
 
-type Message = { type: 'init'; engine: EngineOptions; pooled: boolean } | { type: 'run'; id: number; request: Parameters<InlineQueryEngine['run']>[0] } | { type: 'interrupt'; id: number; reason: InterruptReason };
+type Message =
+  | { type: 'init'; engine: EngineOptions; pooled: boolean }
+  | { type: 'run'; id: number; request: Parameters<InlineQueryEngine['run']>[0] }
+  | { type: 'interrupt'; id: number; reason: InterruptReason }
+  | { type: 'stats'; id: number };
 
 let engine: InlineQueryEngine | undefined;
 const runs = new Map<number, QueryRun>();
@@ -24,6 +28,11 @@ process.on('message', (message: Message) => {
     return;
   }
   if (message.type === 'interrupt') return runs.get(message.id)?.interrupt(message.reason);
+  if (message.type === 'stats') {
+    const id = message.id;
+    void (engine ? engine.stats() : Promise.resolve({ idle: 0, leased: 0 })).then((stats) => reply({ type: 'stats', id, stats: { ...stats, processResidentBytes: process.memoryUsage.rss() } }));
+    return;
+  }
   const run = engine!.run(message.request);
   runs.set(message.id, run);
   run.done.then(

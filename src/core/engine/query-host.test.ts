@@ -42,6 +42,17 @@ describe('job queries in a child process', () => {
     expect(e.pid).not.toBe(process.pid);
   });
 
+  it('reports its sandboxes and resident memory, without starting a process to do so', async () => {
+    const e = engine();
+    expect(await e.stats()).toEqual({ idle: 0, leased: 0, processResidentBytes: 0 });
+    expect(e.pid).toBeUndefined();
+    await e.run(request('SELECT 1 AS one')).done;
+    const stats = await e.stats();
+    // The query's engine went back to the child's pool, warm.
+    expect(stats).toMatchObject({ idle: 1, leased: 0 });
+    expect(stats.processResidentBytes).toBeGreaterThan(10 * 2 ** 20);
+  });
+
   it('builds logical views (SandboxView.sql) in the child, and reports one that no longer binds as a query error naming it', async () => {
     const e = engine();
     const views = [

@@ -19,7 +19,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { silentLogger, type Logger } from '../logger.ts';
 import { processAlive } from '../processes.ts';
 import type { QueryResult } from './sandbox.ts';
-import { fromWire, QueryEngineCrashedError, type EngineOptions, type QueryEngine, type QueryRequest, type QueryRun, type WireError } from './query-engine.ts';
+import { fromWire, QueryEngineCrashedError, type EngineOptions, type QueryEngine, type QueryEngineStats, type QueryRequest, type QueryRun, type WireError } from './query-engine.ts';
 
 export interface ProcessQueryEngineOptions {
   engine: EngineOptions;
@@ -33,8 +33,11 @@ export interface ProcessQueryEngineOptions {
   log?: Logger;
 }
 
-type ToChild = { type: 'init'; engine: EngineOptions; pooled: boolean } | { type: 'run'; id: number; request: QueryRequest } | { type: 'interrupt'; id: number; reason: string };
-export type FromChild = { type: 'done'; id: number; result: QueryResult } | { type: 'failed'; id: number; error: WireError };
+type ToChild = { type: 'init'; engine: EngineOptions; pooled: boolean } | { type: 'run'; id: number; request: QueryRequest } | { type: 'interrupt'; id: number; reason: string } | { type: 'stats'; id: number };
+export type FromChild = { type: 'done'; id: number; result: QueryResult } | { type: 'failed'; id: number; error: WireError } | { type: 'stats'; id: number; stats: QueryEngineStats };
+
+/** A child that does not say what it holds within this long is reported without its sandboxes. */
+const STATS_TIMEOUT_MS = 1_000;
 
 const CHILD = fileURLToPath(new URL('./query-host-child.ts', import.meta.url));
 const TSX = pathToFileURL(createRequire(import.meta.url).resolve('tsx/esm')).href;
@@ -47,6 +50,8 @@ interface Pending {
 export class ProcessQueryEngine implements QueryEngine {
   private child: ChildProcess | undefined;
   private readonly pending = new Map<number, Pending>();
+  /** Stats asked of the child, by message id. */
+  private readonly asked = new Map<number, (stats: QueryEngineStats) => void>();
   private nextId = 1;
   private closed = false;
   /** Children started so far (1 + crashes recovered), for tests and metrics. */
@@ -76,6 +81,23 @@ export class ProcessQueryEngine implements QueryEngine {
         if (this.pending.has(id)) this.send({ type: 'interrupt', id, reason });
       },
     };
+  }
+
+  /** The child's sandboxes and resident memory; nothing (and no child started) while none runs. */
+  stats(): Promise<QueryEngineStats> {
+    const child = this.child;
+    if (!child || this.closed) return Promise.resolve({ idle: 0, leased: 0, processResidentBytes: 0 });
+    const id = this.nextId++;
+    return new Promise<QueryEngineStats>((resolve) => {
+      const timer = setTimeout(() => settle({ idle: 0, leased: 0 }), STATS_TIMEOUT_MS);
+      const settle = (stats: QueryEngineStats) => {
+        clearTimeout(timer);
+        this.asked.delete(id);
+        resolve(stats);
+      };
+      this.asked.set(id, settle);
+      child.send({ type: 'stats', id } satisfies ToChild);
+    });
   }
 
   async close(): Promise<void> {
@@ -122,6 +144,7 @@ export class ProcessQueryEngine implements QueryEngine {
   }
 
   private receive(message: FromChild): void {
+    if (message.type === 'stats') return this.asked.get(message.id)?.(message.stats);
     const pending = this.pending.get(message.id);
     if (!pending) return;
     this.pending.delete(message.id);

@@ -4,6 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { DuckDBInstance, type DuckDBConnection, type DuckDBValue } from '@duckdb/node-api';
 import { LRUCache } from 'lru-cache';
+import { duckdbMemoryBytes } from './memory.ts';
 import { datasetRelation, type ColumnNameCache, type DatasetFiles } from './relation.ts';
 import { quoteIdent, quoteString } from './sql.ts';
 import { statIfExists } from '../files.ts';
@@ -188,6 +189,11 @@ export class RowReader {
 
   async open(dataset: ReadableDataset): Promise<ReadSession> {
     return new ReadSession(await this.instance.connect(), dataset, this.shared);
+  }
+
+  /** The DuckDB memory the reader has in use, in bytes (GET /metrics). */
+  memoryBytes(): Promise<number> {
+    return duckdbMemoryBytes(() => this.instance.connect());
   }
 
   close(): void {

@@ -98,6 +98,7 @@ import { DuckDBInstance, DuckDBTypeId, StatementType, type DuckDBConnection, typ
 import { datasetRelation } from './relation.ts';
 import { quoteIdent, quoteString } from './sql.ts';
 import { physicalType } from './types.ts';
+import { duckdbMemoryBytes } from './memory.ts';
 
 export interface SandboxView {
   /** The view's three-part name `[catalog, schema, table]`, as the (rewritten) SQL references it. */
@@ -379,14 +380,8 @@ export class SandboxEngine {
   }
 
   /** The engine's DuckDB memory in use (buffer manager, all tags), in bytes; on its own short-lived connection. */
-  async memoryUsage(): Promise<number> {
-    const connection = await this.connect();
-    try {
-      const reader = await connection.runAndReadAll('SELECT coalesce(sum(memory_usage_bytes), 0)::BIGINT FROM duckdb_memory()');
-      return Number(reader.getRows()[0]?.[0] ?? 0);
-    } finally {
-      connection.closeSync();
-    }
+  memoryUsage(): Promise<number> {
+    return duckdbMemoryBytes(() => this.connect());
   }
 
   /**

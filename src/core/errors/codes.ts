@@ -49,4 +49,8 @@ export const CORE_ERRORS = {
   WORKSPACE_DELETED: 409,
   POLICY_EXISTS: 409,
   CATALOG_UNAVAILABLE: 504,
+  // infrastructure: the metadata database, the object storage or the local disk failing under a request
+  METADATA_UNAVAILABLE: 503,
+  STORAGE_UNAVAILABLE: 503,
+  DISK_FULL: 507,
 } as const;

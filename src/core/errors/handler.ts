@@ -2,6 +2,7 @@ import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
 import { AppError, RequestValidationError, type ErrorCode } from './app-error.ts';
+import { isDiskFullError } from '../files.ts';
 import { scrubServerPaths } from './server-paths.ts';
 
 /** One entry of FastAPI's HTTPValidationError body. */
@@ -101,6 +102,10 @@ export function registerErrorHandling(app: FastifyInstance) {
     if (status >= 400 && status < 500) {
       const code = CLIENT_ERROR_CODES[status] ?? 'BAD_REQUEST';
       return reply.status(status).send({ detail: scrubServerPaths(error.message), code });
+    }
+    if (isDiskFullError(error)) {
+      request.log.error({ err: error }, 'the disk is full');
+      return reply.status(507).send({ detail: "The server's disk is full: what this request was writing is not kept. Retry once there is room", code: 'DISK_FULL' });
     }
     request.log.error({ err: error }, 'unhandled error');
     return reply.status(500).send({ detail: 'Internal server error', code: 'INTERNAL_ERROR' });

@@ -16,3 +16,5 @@ export { AdminToken, ADMIN_TOKEN_HEADER } from './admin-token.ts';
 export { PublicUrl } from './public-url.ts';
 export { Identity, IDENTITY_REGEX, WorkspaceName } from './schemas.ts';
 export { registerInputGuards, refuseNul, jsonTooDeep, jsonTooDeepError, MAX_JSON_DEPTH } from './input-guards.ts';
+export { Metrics, MetricsAccess } from './metrics.ts';
+export { readinessRoute, READINESS_TIMEOUT_MS, type ReadinessCheck } from './readiness.ts';

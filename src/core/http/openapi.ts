@@ -65,21 +65,25 @@ const ERROR_RESPONSES = {
   '5xx': { schema: ErrorBody, description: 'Server error' },
 };
 
-/** The error answers of a route: `{detail, code}` for any 4xx and 5xx, a 422 too when it takes input. */
-function errorResponses(schema: FastifySchema) {
+/**
+ * The error answers of a route: `{detail, code}` for any 4xx and 5xx, a 422 too when it takes input.
+ * A service answering in another shape (`errorBody`: the Iceberg REST catalog's) has it for both and no 422.
+ */
+function errorResponses(schema: FastifySchema, errorBody?: z.ZodType) {
+  if (errorBody) return { '4xx': { ...ERROR_RESPONSES['4xx'], schema: errorBody }, '5xx': { ...ERROR_RESPONSES['5xx'], schema: errorBody } };
   const takesInput = ['body', 'bodyMedia', 'querystring', 'params', 'headers'].some((part) => schema[part as keyof FastifySchema] !== undefined);
   const { 422: invalid, ...others } = ERROR_RESPONSES;
   return takesInput ? { 422: invalid, ...others } : others;
 }
 
 /** jsonSchemaTransform, plus every route's error answers, media-typed bodies and documented-only request bodies. */
-function transform(input: TransformInput) {
+const transformWith = (errorBody?: z.ZodType) => (input: TransformInput) => {
   const schema = (input.schema ?? {}) as FastifySchema & { hide?: boolean };
   if (schema.hide) return jsonSchemaTransform(input);
   const { response = {}, bodyMedia, ...rest } = schema as FastifySchema & { response?: Record<string, unknown> };
   const entries = Object.entries(response);
   const json = Object.fromEntries(entries.filter(([, entry]) => !isMediaEntry(entry)));
-  const errors = errorResponses(schema);
+  const errors = errorResponses(schema, errorBody);
   const errorSchemas = Object.fromEntries(Object.entries(errors).map(([status, error]) => [status, error.schema]));
   const result = jsonSchemaTransform({ ...input, schema: { ...rest, response: { ...errorSchemas, ...json } } });
   const transformed = result.schema as Record<string, unknown> & { response: Record<string, Record<string, unknown>> };
@@ -91,7 +95,7 @@ function transform(input: TransformInput) {
   }
   if (bodyMedia) transformed.body = { content: mediaContent(input, 'body', bodyMedia) };
   return result;
-}
+};
 
 const referencedSchemas = (value: unknown) => [...JSON.stringify(value ?? null).matchAll(/"#\/components\/schemas\/([^"]+)"/g)].map((m) => m[1]);
 
@@ -118,14 +122,14 @@ function transformObject(input: Parameters<typeof jsonSchemaTransformObject>[0])
  * Registers an OpenAPI document for one service, covering only the routes registered in this
  * (encapsulated) context, and serves it at `<prefix>/openapi.json`.
  */
-export async function serviceDocs(app: FastifyInstance, info: { title: string; description: string }) {
+export async function serviceDocs(app: FastifyInstance, info: { title: string; description: string; errorBody?: z.ZodType }) {
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',
       info: { title: info.title, description: info.description, version: '1' },
       components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' } } },
     },
-    transform,
+    transform: transformWith(info.errorBody),
     transformObject,
     hideUntagged: false,
   });

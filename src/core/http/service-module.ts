@@ -1,4 +1,5 @@
 import type { FastifyInstance, FastifyPluginAsync } from 'fastify';
+import type { ZodType } from 'zod';
 import { serviceDocs } from './openapi.ts';
 
 /** One API of a service: its routes under a prefix, documented at `<prefix>/openapi.json`. */
@@ -7,6 +8,8 @@ export interface ServiceApi {
   title: string;
   description: string;
   routes: FastifyPluginAsync[];
+  /** The body of its 4xx and 5xx answers when not Lakeport's `{detail, code}` (the Iceberg REST catalog's); then it answers no 422 either. */
+  errorBody?: ZodType;
 }
 
 /**
@@ -19,6 +22,8 @@ export interface ServiceModule {
   start?(): Promise<void>;
   /** Stops it when the app closes. */
   stop?(): Promise<void>;
+  /** Writes what it holds in memory when the app closes (every process). */
+  close?(): Promise<void>;
   /** Housekeeping run every minute by processes that do background tasks (purges, sweeps); logs its own outcome, never rejects. */
   upkeep?(): Promise<void>;
 }
@@ -30,7 +35,7 @@ export const serviceModule = <T extends ServiceModule>(module: T): T => module;
 export async function mountApi(app: FastifyInstance, api: ServiceApi): Promise<void> {
   await app.register(
     async (service) => {
-      await serviceDocs(service, { title: `Lakeport ${api.title}`, description: api.description });
+      await serviceDocs(service, { title: `Lakeport ${api.title}`, description: api.description, errorBody: api.errorBody });
       for (const plugin of api.routes) await service.register(plugin);
     },
     { prefix: api.prefix },

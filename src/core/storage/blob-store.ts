@@ -51,6 +51,11 @@ export interface BlobStore {
   deletePrefix(prefix: string): Promise<number>;
   /** A local filesystem path DuckDB can read: the file itself for the file store; a read-through cache copy for S3 (blobs are immutable, so a cached copy never goes stale). */
   localPath(key: string): Promise<string>;
+  /**
+   * Throws when the store cannot be used: the file store's directory is missing or not writable; the
+   * S3 bucket does not answer a one-key listing under the prefix. `signal` abandons the request (GET /readyz).
+   */
+  check(signal?: AbortSignal): Promise<void>;
   /** For writers that produce files locally (DuckDB COPY): a fresh local path in the same filesystem as the store's files when possible (the file store: a temp file under its root, so putFile is a cheap rename), else a temp dir. */
   tempPath(suffix: string): Promise<string>;
 }

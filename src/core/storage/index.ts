@@ -28,6 +28,7 @@ export interface BlobStoreOptions {
   s3SecretAccessKey?: string;
   s3SessionToken?: string;
   s3CacheMaxBytes?: number;
+  s3TimeoutSeconds?: number;
   log?: Logger;
 }
 
@@ -57,6 +58,7 @@ export async function createBlobStore(options: BlobStoreOptions): Promise<BlobSt
     forcePathStyle: options.s3Endpoint ? true : undefined,
     cacheDir: path.join(dataDir, 'cache', 's3'),
     cacheMaxBytes: options.s3CacheMaxBytes,
+    timeoutMs: options.s3TimeoutSeconds === undefined ? undefined : options.s3TimeoutSeconds * 1000,
     log: options.log,
   });
 }

@@ -273,6 +273,11 @@ export class LocalBlobStore implements BlobStore {
     return this.pathOf(key);
   }
 
+  async check(): Promise<void> {
+    if (!(await fsp.stat(this.root)).isDirectory()) throw new Error(`${this.location} is not a directory`);
+    await fsp.access(this.root, fs.constants.W_OK);
+  }
+
   async tempPath(suffix: string): Promise<string> {
     return this.freshTemp(validateTempSuffix(suffix));
   }

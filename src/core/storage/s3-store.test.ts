@@ -4,6 +4,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { DeleteObjectsCommand, GetObjectCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { streamText } from '../../../test/async.ts';
+import { startFaultProxy, type FaultProxy } from '../../../test/cluster/fault-proxy.ts';
 import { startS3Server, type TestS3Server } from '../../../test/s3-server.ts';
 import { BlobNotFoundError } from './blob-store.ts';
 import { createBlobStore } from './index.ts';
@@ -225,5 +227,42 @@ describe('S3BlobStore (s3rver on loopback)', () => {
     expect(await rawKeys('from-config/')).toEqual(['from-config/lake/ws/c/d/cfg.parquet']);
     const p = await store.localPath('lake/ws/c/d/cfg.parquet');
     expect(p.startsWith(path.join(data.dir, 'cache', 's3') + path.sep)).toBe(true);
+  });
+
+  describe('when the S3 server fails (a fault-injecting proxy in front of it)', () => {
+    let proxy: FaultProxy;
+    beforeAll(async () => {
+      proxy = await startFaultProxy(server.endpoint);
+    });
+    afterAll(async () => proxy?.close());
+    const unavailable = { status: 503, code: 'STORAGE_UNAVAILABLE', headers: { 'retry-after': '5' } };
+
+    it.each(['slowdown', 'stall'] as const)('retries a %s of first attempts unseen, and answers a clear 503 when every attempt fails', async (kind) => {
+      const store = open({ endpoint: proxy.endpoint, timeoutMs: 300 });
+      await store.put('lake/a.bin', 'before');
+      try {
+        proxy.inject({ kind, attempts: 'first' });
+        const hits = proxy.stats[kind];
+        await store.put('lake/b.bin', 'through retries');
+        expect(await streamText(await store.get('lake/b.bin'))).toBe('through retries');
+        expect(proxy.stats[kind]).toBeGreaterThan(hits);
+
+        proxy.inject({ kind, attempts: 'all' });
+        await expect(store.put('lake/c.bin', 'refused')).rejects.toMatchObject(unavailable);
+        await expect(store.get('lake/a.bin')).rejects.toMatchObject(unavailable);
+        await expect(store.localPath('lake/a.bin')).rejects.toMatchObject(unavailable);
+      } finally {
+        proxy.clear();
+      }
+      expect(await streamText(await store.get('lake/a.bin'))).toBe('before');
+      expect(await store.head('lake/c.bin')).toBeUndefined();
+      // A missing key is still just missing.
+      await expect(store.get('lake/none.bin')).rejects.toBeInstanceOf(BlobNotFoundError);
+    });
+
+    it('answers a clear 503 when the server cannot be reached at all', async () => {
+      const store = open({ endpoint: 'http://127.0.0.1:9', timeoutMs: 300 });
+      await expect(store.put('lake/x.bin', 'x')).rejects.toMatchObject({ ...unavailable, message: expect.stringContaining('ECONNREFUSED') });
+    });
   });
 });

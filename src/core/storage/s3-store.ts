@@ -9,6 +9,7 @@ import {
   DeleteObjectsCommand,
   GetObjectCommand,
   HeadObjectCommand,
+  ListObjectsV2Command,
   paginateListObjectsV2,
   PutObjectCommand,
   S3Client,
@@ -26,11 +27,13 @@ import {
   type BlobStore,
 } from './blob-store.ts';
 import { errno, isNotFoundError, statIfExists } from '../files.ts';
+import { appError, type AppError } from '../errors/index.ts';
 import { silentLogger, type Logger } from '../logger.ts';
 
 export const DEFAULT_S3_CACHE_MAX_BYTES = 2 * 1024 ** 3;
 /** A cached file used this recently is never evicted, so a path localPath just returned stays readable. */
 export const DEFAULT_S3_CACHE_GRACE_MS = 60_000;
+export const DEFAULT_S3_TIMEOUT_MS = 30_000;
 /** Multipart part size for streamed and large uploads (S3's minimum is 5 MiB). */
 const PART_SIZE = 8 * 1024 * 1024;
 /** Temp files older than this found in `<cacheDir>/.tmp` at start are leftovers of a crash. */
@@ -57,6 +60,8 @@ export interface S3BlobStoreOptions {
   listPageSize?: number;
   /** Keys per DeleteObjects request (default and S3's maximum: 1000). */
   deleteBatchSize?: number;
+  /** A request that sends or receives nothing this long, or cannot connect in it, is abandoned (and retried); default 30 s. */
+  timeoutMs?: number;
   /** Where cache upkeep that fails is reported. */
   log?: Logger;
 }
@@ -64,6 +69,31 @@ export interface S3BlobStoreOptions {
 interface CacheEntry {
   size: number;
   usedAt: number;
+}
+
+/** Network failures that mean the server could not be reached or stopped answering. */
+const UNREACHABLE = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ECONNABORTED', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN']);
+
+/**
+ * `503 STORAGE_UNAVAILABLE` for a failure of the storage server rather than of the request — a 5xx
+ * (SlowDown, InternalError, ServiceUnavailable), throttling, a timeout or no connection — after the
+ * SDK's retries; undefined for anything else (a missing key, a refused signature…).
+ */
+function storageUnavailable(err: unknown): AppError | undefined {
+  const e = err as { name?: string; code?: string; $metadata?: { httpStatusCode?: number } } | undefined;
+  if (!e || typeof e !== 'object') return undefined;
+  const status = e.$metadata?.httpStatusCode;
+  const why =
+    err instanceof S3ServiceException && ((status !== undefined && status >= 500) || /^(SlowDown|Throttling|ThrottlingException|RequestTimeout)$/.test(err.name))
+      ? `it answered ${err.name}${status ? ` (${status})` : ''}`
+      : e.name === 'TimeoutError'
+        ? 'it did not answer in time'
+        : e.code !== undefined && UNREACHABLE.has(e.code)
+          ? `it could not be reached (${e.code})`
+          : undefined;
+  if (why === undefined) return undefined;
+  const error = appError('STORAGE_UNAVAILABLE', `The object storage is unavailable (${why}, after retries): retry shortly`, { headers: { 'retry-after': '5' } });
+  return Object.assign(error, { cause: err });
 }
 
 function isNotFound(err: unknown): boolean {
@@ -155,7 +185,20 @@ export class S3BlobStore implements BlobStore {
       // do not all understand the newer SDK's default CRC32 trailers.
       requestChecksumCalculation: 'WHEN_REQUIRED',
       responseChecksumValidation: 'WHEN_REQUIRED',
+      // Without these a server that stops answering holds a request (and the client's) forever.
+      requestHandler: { connectionTimeout: options.timeoutMs ?? DEFAULT_S3_TIMEOUT_MS, socketTimeout: options.timeoutMs ?? DEFAULT_S3_TIMEOUT_MS },
     });
+    // Outside the SDK's retries (3 attempts, backoff): what still fails for want of the server is a clear 503.
+    this.client.middlewareStack.add(
+      (next) => async (args) => {
+        try {
+          return await next(args);
+        } catch (error) {
+          throw storageUnavailable(error) ?? error;
+        }
+      },
+      { step: 'initialize', name: 'lakeportStorageUnavailable' },
+    );
     this.cacheDir = path.resolve(options.cacheDir);
     this.cacheTmp = path.join(this.cacheDir, '.tmp');
     this.cacheMaxBytes = options.cacheMaxBytes ?? DEFAULT_S3_CACHE_MAX_BYTES;
@@ -303,6 +346,10 @@ export class S3BlobStore implements BlobStore {
     }
     await flush();
     return deleted;
+  }
+
+  async check(signal?: AbortSignal): Promise<void> {
+    await this.client.send(new ListObjectsV2Command({ Bucket: this.bucket, Prefix: this.prefix ? `${this.prefix}/` : undefined, MaxKeys: 1 }), { abortSignal: signal });
   }
 
   async tempPath(suffix: string): Promise<string> {

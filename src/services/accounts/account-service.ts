@@ -1,4 +1,5 @@
 import { newId } from '../../core/crypto/index.ts';
+import { KEPT_READ_TTL_MS, KeptReads } from '../../core/kept.ts';
 import type { AccountRole, Db } from '../../core/db/index.ts';
 import { accountsError } from './errors.ts';
 import { events } from './notification-events.ts';
@@ -121,6 +122,12 @@ const lastBillingAdmin = (accountId: string) =>
  */
 export class AccountService {
   private readonly repo: AccountRepo;
+  /**
+   * What every /auth/me and account listing asks, kept per identity: dropped when this process
+   * writes accounts, members or service accounts, and after KEPT_READ_TTL_MS (another server's change).
+   */
+  private readonly billingAccounts: KeptReads<string, string | null>;
+  private readonly accountLists: KeptReads<string, AccountView[]>;
 
   /** `notifier`: where membership events go, in the transaction that makes them (docs/notifications.md). */
   constructor(
@@ -128,13 +135,19 @@ export class AccountService {
     private readonly notifier?: Notifier,
   ) {
     this.repo = new AccountRepo(db.kysely);
+    const kept = { ttlMs: KEPT_READ_TTL_MS, max: 10_000, tables: { writes: db.writes, names: ['accounts', 'members', 'service_accounts'] } };
+    this.billingAccounts = new KeptReads(kept);
+    this.accountLists = new KeptReads(kept);
   }
 
   // ---- for other services ----
 
   /** The account of the identity's active membership in an active account, or of its service account; else null. */
   async billingAccountOf(identity: string): Promise<string | null> {
-    return (await this.repo.activeMembershipOf(identity))?.account_id ?? (await this.repo.serviceAccountOwner(identity)) ?? null;
+    return this.billingAccounts.get(
+      identity,
+      async () => (await this.repo.activeMembershipOf(identity))?.account_id ?? (await this.repo.serviceAccountOwner(identity)) ?? null,
+    );
   }
 
   /** The identity's role in the account, for an active member of an active account; else null. */
@@ -165,7 +178,7 @@ export class AccountService {
   // ---- accounts ----
 
   async listAccounts(caller: string): Promise<AccountView[]> {
-    return (await this.repo.accountsOfMember(caller)).map(accountView);
+    return this.accountLists.get(caller, async () => (await this.repo.accountsOfMember(caller)).map(accountView));
   }
 
   /** Creates an account with the caller as its first, active billing_admin. */

@@ -1,9 +1,13 @@
 import type { FastifyPluginAsync } from 'fastify';
 import type { Authorizer, WorkspaceStates } from '../../core/authz/index.ts';
 import type { Catalog } from '../../core/catalog/index.ts';
+import type { DataKeys } from '../../core/crypto/index.ts';
 import type { Db } from '../../core/db/index.ts';
 import { serviceModule, type TokenVerifier } from '../../core/http/index.ts';
 import type { Logger } from '../../core/logger.ts';
+import type { OutboundHttp } from '../../core/net/index.ts';
+import { catalogBindingRoutes } from './catalog-binding-routes.ts';
+import { CatalogBindingService } from './catalog-binding-service.ts';
 import { accountRoutes } from './account-routes.ts';
 import { AccountService } from './account-service.ts';
 import type { TxtResolver } from './dns-txt.ts';
@@ -29,6 +33,7 @@ export { AccountService } from './account-service.ts';
 export { WorkspaceRepo } from './workspace-repo.ts';
 export { WorkspaceService, GRACE_MS, type Guards, type NamespacePort, type GenesisPort, type PolicyPurgePort, type LakeFiles } from './workspace-service.ts';
 export { DomainService, type DomainVerifiedEvent } from './domain-service.ts';
+export { CatalogBindingService } from './catalog-binding-service.ts';
 export { AccountSignInPolicy, IdpPolicyService, FRESH_SIGN_IN_MINUTES } from './idp-policy-service.ts';
 export { evaluatePolicy, DEFAULT_IDP_POLICY, type IdpPolicyDocument } from './idp-policy.ts';
 export { NotificationService, type Notifier, type NotificationExecutor } from './notification-service.ts';
@@ -89,6 +94,8 @@ export interface AccountsOptions extends AccountRecords {
   payments?: PaymentProcessor;
   /** Told of each settled payment (the notification feed). */
   onPaymentEvent?: PaymentEventHook;
+  /** Catalog bindings (docs/catalog-bindings.md): the data keys sealing their credentials, where sync's stubs go, and the guarded client calling external catalogs. */
+  catalogBindings: { dataKeys: DataKeys; catalog: Pick<Catalog, 'replaceExternalDatasets'>; http: OutboundHttp };
 }
 
 /** The account service's periodic work: purges workspaces past their grace window, then notifications past retention. Logs; never rejects. */
@@ -114,6 +121,7 @@ export async function accountsUpkeep(parts: {
  */
 export function createAccountsService(options: AccountsOptions) {
   const { accounts, records, directory, notifications, log } = options;
+  const bindings = new CatalogBindingService({ db: options.db, authz: options.authz, accounts, records, ...options.catalogBindings, log: log.child({ module: 'catalog-bindings' }) });
   const workspaces = new WorkspaceService({
     accounts,
     records,
@@ -125,6 +133,7 @@ export function createAccountsService(options: AccountsOptions) {
     log: options.log,
     notifier: notifications,
     owners: options.workspaceOwners,
+    bindings: { check: (input) => bindings.checkAtCreate(input), bind: (workspace, input, actor) => bindings.bindAtCreate(workspace, input, actor) },
   });
   const onVerified = options.domains.onVerified;
   const domains = new DomainService({
@@ -174,6 +183,7 @@ export function createAccountsService(options: AccountsOptions) {
         await app.register(notificationRoutes({ notifications, verifier: options.verifier }));
         await app.register(serviceAccountRoutes({ serviceAccounts, verifier: options.verifier }));
         await app.register(idpPolicyRoutes({ idpPolicies, verifier: options.verifier }));
+        await app.register(catalogBindingRoutes({ bindings, verifier: options.verifier }));
       }
     };
   return serviceModule({
@@ -183,13 +193,14 @@ export function createAccountsService(options: AccountsOptions) {
     payments,
     serviceAccounts,
     idpPolicies,
+    catalogBindings: bindings,
     signInPolicy: options.signInPolicy,
     notifications,
     records,
     directory,
     apis: [
       { prefix: '/billing', title: 'account service (billing)', description: 'Accounts, members, invoices and workspaces.', routes: [routesFor('billing')] },
-      { prefix: '/control', title: 'account service (control)', description: 'Accounts, members, invoices, workspaces, guards, domains, the sign-in (IdP) policy and notifications.', routes: [routesFor('control'), options.genesisRoute] },
+      { prefix: '/control', title: 'account service (control)', description: 'Accounts, members, invoices, workspaces, guards, catalog bindings, domains, the sign-in (IdP) policy and notifications.', routes: [routesFor('control'), options.genesisRoute] },
     ],
     upkeep: () => accountsUpkeep({ workspaces, notifications, log }),
   });

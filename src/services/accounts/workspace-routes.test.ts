@@ -91,9 +91,10 @@ describe('PUT /v1/workspaces/{name}', () => {
     expect(noOwner.statusCode).toBe(422);
     const dup = await createWorkspace(alice, 'dups', acme, [['alice', 'owner'], ['alice', 'reader']]);
     expect(dup.statusCode).toBe(422);
+    // an unknown catalog kind (catalog bindings are tested in catalog-binding-routes.test.ts)
     const binding = await alice.request('PUT', '/control/v1/workspaces/bound', { billing_account: acme, members: members([['alice', 'owner']]), catalog: { kind: 'x' } });
     expect(binding.statusCode).toBe(422);
-    expect(binding.json().detail[0].loc).toEqual(['body', 'catalog']);
+    expect(binding.json().detail[0].loc).toEqual(['body', 'catalog', 'kind']);
   });
 
   it('works on /billing too, and the workspace gets its catalog namespace', async () => {

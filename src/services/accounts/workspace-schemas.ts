@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { ROLES } from '../../core/authz/index.ts';
 import { Identity, WorkspaceName } from '../../core/http/index.ts';
+import { CatalogBindingRequest } from './catalog-binding-schemas.ts';
 
 export const WorkspaceNameParams = z.object({ name: WorkspaceName });
 
@@ -21,10 +22,9 @@ export const BillingWorkspaceCreateRequest = z.object({
 });
 
 export const ControlWorkspaceCreateRequest = BillingWorkspaceCreateRequest.extend({
-  catalog: z
-    .null()
+  catalog: CatalogBindingRequest.nullable()
     .optional()
-    .describe('External catalog bindings are not available yet; omit this field or send null (the native catalog)'),
+    .describe('The catalog binding to store once the workspace exists (docs/catalog-bindings.md); null or absent: the native catalog'),
 });
 
 export const WorkspaceView = z.object({

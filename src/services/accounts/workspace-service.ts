@@ -6,6 +6,7 @@ import { accountsError } from './errors.ts';
 import type { AccountService } from './account-service.ts';
 import { events } from './notification-events.ts';
 import type { Notifier } from './notification-service.ts';
+import type { CatalogBindingInput } from './catalog-binding-schemas.ts';
 import type { AlsoWrite, WorkspaceRepo, WorkspaceRow } from './workspace-repo.ts';
 
 export interface Guards {
@@ -33,6 +34,12 @@ export type PolicyPurgePort = (workspace: string) => Promise<void>;
 /** The identities holding owner on some part of a workspace (the policy service's grants). */
 export type WorkspaceOwnersPort = (workspace: string) => Promise<string[]>;
 
+/** Workspace create's `catalog` on /control (the catalog binding service's): checked first, stored last (step d). */
+export interface CreateBindingPort {
+  check(input: CatalogBindingInput | null | undefined): void;
+  bind(workspace: string, input: CatalogBindingInput | null | undefined, actor: string): Promise<void>;
+}
+
 /** Where a purged workspace's data files go. */
 export interface LakeFiles {
   /** Deletes the given data files and anything else stored under the workspace's prefix. */
@@ -52,6 +59,8 @@ export interface WorkspaceServiceDeps {
   /** Deletion, restore and purge notify the workspace's members and owners (docs/notifications.md). */
   notifier?: Notifier;
   owners?: WorkspaceOwnersPort;
+  /** Stores a create's `catalog` binding (/control). */
+  bindings?: CreateBindingPort;
 }
 
 export const GRACE_MS = 24 * 60 * 60 * 1000;
@@ -92,12 +101,14 @@ export class WorkspaceService {
 
   /**
    * The idempotent create (PUT), in the spec's order: (a) claim the catalog namespace for the
-   * billing account, (b) write the workspace record, (c) genesis grants. Safe to retry at any step.
+   * billing account, (b) write the workspace record, (c) genesis grants; then, on /control, (d) the
+   * `catalog` binding unless the workspace has one. Safe to retry at any step.
    */
-  async create(caller: Principal, name: string, input: { billing_account: string; members: WorkspaceMemberGrant[] }) {
-    const { accounts, records, namespaces, genesis } = this.deps;
+  async create(caller: Principal, name: string, input: { billing_account: string; members: WorkspaceMemberGrant[]; catalog?: CatalogBindingInput | null }) {
+    const { accounts, records, namespaces, genesis, bindings } = this.deps;
     requireManage(caller, 'workspace.create');
     await accounts.requireBillingAdmin(caller.identity, input.billing_account);
+    bindings?.check(input.catalog);
 
     const existing = await records.get(name);
     if (existing) this.assertRetryOf(existing, input);
@@ -135,6 +146,8 @@ export class WorkspaceService {
         });
       }
     }
+    // (d) A retry after a failure here stores it; an existing binding is kept (PUT …/catalog changes it).
+    await bindings?.bind(name, input.catalog, caller.identity);
     return workspaceView(record, await namespaces.guards(name));
   }
 

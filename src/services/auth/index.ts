@@ -1,4 +1,4 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Sealer } from '../../core/crypto/index.ts';
 import type { Db } from '../../core/db/index.ts';
 import { serviceModule, type AdminToken, type PublicUrl } from '../../core/http/index.ts';
@@ -6,15 +6,18 @@ import { CredentialService, type CreateCredentialInput } from './credentials.ts'
 import type { Principal } from '../../core/authz/index.ts';
 import { SigningKeyStore } from './keys.ts';
 import { AuthRepo } from './repo.ts';
-import { AUTH_PREFIX, authRoutes, discoveryDocument } from './routes.ts';
-import { adminTokenThrottle, FailedAttemptThrottle } from './throttle.ts';
+import { AUTH_PREFIX, authRoutes, discoveryDocument, grantToken, type TokenRequestForm } from './routes.ts';
+import { adminTokenThrottle, DEFAULT_THROTTLE, FailedAttemptThrottle } from './throttle.ts';
+import { LastUsedTimes } from './last-used.ts';
+import type { Logger } from '../../core/logger.ts';
 import { AccessTokenVerifier, TokenService } from './tokens.ts';
 import type { IdentityProviderConfig } from '../../config.ts';
 import { ALLOW_ALL_SIGN_INS, type SignInPolicy } from '../../core/authz/sign-in-policy.ts';
 import { InteractiveSignIn } from './interactive.ts';
 import { interactiveRoutes } from './interactive-routes.ts';
 
-export { AUTH_PREFIX, discoveryDocument } from './routes.ts';
+export { AUTH_PREFIX, discoveryDocument, type TokenRequestForm } from './routes.ts';
+export type { TokenResponse } from './tokens.ts';
 export { AccessTokenVerifier, ACCESS_TOKEN_AUDIENCE } from './tokens.ts';
 export { CredentialService, type CreateCredentialInput, type CredentialMetadata } from './credentials.ts';
 export { CreateCredentialRequest, CreateCredentialResponse, CredentialMetadata as CredentialMetadataSchema, RevokeCredentialResponse } from './schemas.ts';
@@ -27,6 +30,10 @@ export interface AuthServiceOptions {
   publicUrl: PublicUrl;
   accessTokenTtlSeconds: number;
   refreshTokenTtlDays: number;
+  /** How long verified credentials and tokens are kept (LAKEPORT_AUTH_CACHE_SECONDS; default 5, 0: none). */
+  cacheSeconds?: number;
+  /** Where failures off the request path go (writing last-used times). */
+  log?: Logger;
   billingAccountOf?: (identity: string) => Promise<string | null>;
   /** Interactive sign-in: the configured OpenID Connect providers (none: /auth/login answers 404), and how long a login may take. */
   identityProviders?: readonly IdentityProviderConfig[];
@@ -42,13 +49,16 @@ export interface AuthServiceOptions {
  * belong to the app as a whole: the admin token guard and the RFC 8414 documents outside /auth.
  */
 export async function createAuthService(options: AuthServiceOptions) {
-  const repo = new AuthRepo(options.db);
+  // What is kept of credentials and tokens, and for how long: docs/auth.md, "Performance and caching".
+  const cacheMs = (options.cacheSeconds ?? 5) * 1000;
+  const repo = new AuthRepo(options.db, cacheMs);
   // A rotated-out key stays published for a token lifetime plus five minutes of slack.
   const keys = new SigningKeyStore(options.db, options.sealer, options.accessTokenTtlSeconds + 300);
   await keys.init();
   const issuer = () => options.publicUrl.service(AUTH_PREFIX);
-  const verifier = new AccessTokenVerifier(keys, repo, issuer);
-  const throttle = new FailedAttemptThrottle(options.db);
+  const verifier = new AccessTokenVerifier(keys, repo, issuer, cacheMs);
+  const throttle = new FailedAttemptThrottle(options.db, { ...DEFAULT_THROTTLE, keepMs: Math.min(DEFAULT_THROTTLE.keepMs, cacheMs) });
+  const lastUsed = new LastUsedTimes(repo, options.log);
   // The accounts module, built after this one, plugs its policy in through useSignInPolicy.
   let signInPolicy = options.signInPolicy ?? ALLOW_ALL_SIGN_INS;
   const tokens = new TokenService(repo, keys, throttle, {
@@ -56,7 +66,7 @@ export async function createAuthService(options: AuthServiceOptions) {
     accessTokenTtlSeconds: options.accessTokenTtlSeconds,
     refreshTokenTtlDays: options.refreshTokenTtlDays,
     signInPolicy: () => signInPolicy,
-  });
+  }, lastUsed);
   const signIn = new InteractiveSignIn(options.db, options.identityProviders ?? [], options.publicUrl, () => signInPolicy, {
     loginTtlSeconds: options.loginTtlSeconds ?? 600,
     timeoutSeconds: options.idpTimeoutSeconds ?? 10,
@@ -65,22 +75,14 @@ export async function createAuthService(options: AuthServiceOptions) {
   const credentials = new CredentialService(repo, { checkCredentialMint: (identity, days) => signInPolicy.checkCredentialMint(identity, days) });
   /**
    * Credentials of identities another service has authorized `principal` to manage (the account
-   * service: a billing_admin and its account's service accounts). Revocations also drop the
-   * verifier's cached tokens, so they are refused at once here (elsewhere within its recheck).
+   * service: a billing_admin and its account's service accounts). Their tokens are refused at once
+   * here once revoked (elsewhere within LAKEPORT_AUTH_CACHE_SECONDS), as for every revocation.
    */
   const delegated = {
     create: (principal: Principal, clientId: string, input: CreateCredentialInput) => credentials.create({ kind: 'delegate', principal }, clientId, input),
     list: (principal: Principal, clientId: string) => credentials.list({ kind: 'delegate', principal }, clientId),
-    revoke: async (principal: Principal, clientId: string, credentialId: string) => {
-      const result = await credentials.revoke({ kind: 'delegate', principal }, clientId, credentialId);
-      verifier.forgetCredential(credentialId);
-      return result;
-    },
-    revokeAll: async (clientId: string) => {
-      const ids = await credentials.revokeAll(clientId);
-      for (const id of ids) verifier.forgetCredential(id);
-      return ids;
-    },
+    revoke: (principal: Principal, clientId: string, credentialId: string) => credentials.revoke({ kind: 'delegate', principal }, clientId, credentialId),
+    revokeAll: (clientId: string) => credentials.revokeAll(clientId),
   };
   const routes = authRoutes({
     credentials,
@@ -115,19 +117,19 @@ export async function createAuthService(options: AuthServiceOptions) {
     signIn,
     /**
      * For the accounts module: ends every interactive session of an identity (an IdP-policy write
-     * that invalidates them); their access tokens are refused here at once, elsewhere within the
-     * verifier's recheck (~5 s).
+     * that invalidates them); their access tokens are refused here at once, elsewhere within
+     * LAKEPORT_AUTH_CACHE_SECONDS.
      */
     interactiveSessions: {
-      end: async (identity: string): Promise<number> => {
-        const ids = await repo.revokeInteractiveSessions(identity);
-        for (const id of ids) verifier.forgetCredential(id);
-        return ids.length;
-      },
+      end: async (identity: string): Promise<number> => (await repo.revokeInteractiveSessions(identity)).length,
     },
+    /** The token endpoint's grants, for another service's token endpoint (the Iceberg REST catalog's). */
+    grantToken: (request: FastifyRequest, form: TokenRequestForm) => grantToken(tokens, request, form),
     useSignInPolicy: (policy: SignInPolicy) => {
       signInPolicy = policy;
     },
+    /** Writes the last-used times not yet written. */
+    close: () => lastUsed.close(),
     apis: [
       {
         prefix: AUTH_PREFIX,

@@ -138,10 +138,7 @@ export const interactiveRoutes =
           const row = principal ? await repo.findInteractiveSession(principal.credentialId) : undefined;
           if (principal && row) session = { clientId: principal.identity, credentialId: principal.credentialId };
         }
-        if (session) {
-          await repo.revokeCredential(session.clientId, session.credentialId);
-          verifier.forgetCredential(session.credentialId);
-        }
+        if (session) await repo.revokeCredential(session.clientId, session.credentialId);
         clearCookies(reply);
         return reply.status(204).header('cache-control', 'no-store').send(null);
       },

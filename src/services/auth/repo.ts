@@ -1,11 +1,79 @@
-import type { Selectable } from 'kysely';
+import { sql, type Selectable } from 'kysely';
+import { WriteCoalescer } from '../../core/db/coalesce.ts';
 import type { CredentialsTable, Db, PermissionPair, RefreshTokensTable } from '../../core/db/index.ts';
+import { KeptReads } from '../../core/kept.ts';
 
 export type CredentialRow = Selectable<CredentialsTable>;
 export type RefreshTokenRow = Selectable<RefreshTokensTable>;
+export type RefreshTokenWithCredential = NonNullable<Awaited<ReturnType<AuthRepo['findRefreshToken']>>>;
+
+export interface NewRefreshToken {
+  token_hash: string;
+  credential_id: string;
+  client_id: string;
+  scopes: string[];
+  expires_at: Date;
+}
+
+/** At most this many credentials and refresh tokens each are kept (see AuthRepo). */
+const KEPT_MAX = 10_000;
+
+/**
+ * The auth service's SQL. What the token endpoint reads on every exchange — a credential by its
+ * secret's digest, a refresh token with its credential — is kept for `cacheMs`
+ * (LAKEPORT_AUTH_CACHE_SECONDS): this process's own revocations drop it at once, another server's
+ * bite here within that time. New refresh tokens that arrive together are inserted in one statement.
+ */
+/** Which credentials a revocation touches: by credential id or client id (and the key: a refresh token's hash). */
+export type Revoked = (row: { credential_id: string; client_id: string }, key?: string) => boolean;
 
 export class AuthRepo {
-  constructor(private readonly db: Db) {}
+  private readonly bySecret: KeptReads<string, CredentialRow | undefined>;
+  /** Told of every revocation, before and after it commits (the access-token verifier). */
+  private readonly revocationListeners: ((revoked: Revoked) => void)[] = [];
+  private readonly refreshTokens: KeptReads<string, RefreshTokenWithCredential | undefined>;
+  private readonly refreshTokenInserts: WriteCoalescer<NewRefreshToken>;
+
+  constructor(
+    private readonly db: Db,
+    cacheMs = 0,
+  ) {
+    this.bySecret = new KeptReads({ ttlMs: cacheMs, max: KEPT_MAX });
+    this.refreshTokens = new KeptReads({ ttlMs: cacheMs, max: KEPT_MAX });
+    // Visible to every server once committed; a PostgreSQL crash within a fraction of a second may
+    // lose them, which fails closed: the client authenticates with its secret again (docs/auth.md).
+    this.refreshTokenInserts = new WriteCoalescer((rows) =>
+      this.db.relaxedCommit(async (q) => {
+        await q
+          .insertInto('refresh_tokens')
+          .values(rows.map((row) => ({ ...row, scopes: JSON.stringify(row.scopes) })))
+          .execute();
+      }),
+    );
+  }
+
+  /** `listener` is told of every revocation made here, before and after it commits. */
+  onRevocation(listener: (revoked: Revoked) => void): void {
+    this.revocationListeners.push(listener);
+  }
+
+  /**
+   * Runs a revocation with what is kept of the credentials and tokens it touches dropped before
+   * and after (once committed), here and by the listeners, so no read overlapping it keeps the old state.
+   */
+  private async revoking<T>(which: Revoked, revoke: () => Promise<T>): Promise<T> {
+    const forget = () => {
+      this.bySecret.forget((key, row) => row !== undefined && which(row, key));
+      this.refreshTokens.forget((key, row) => row !== undefined && which(row, key));
+      for (const listener of this.revocationListeners) listener(which);
+    };
+    forget();
+    try {
+      return await revoke();
+    } finally {
+      forget();
+    }
+  }
 
   async insertCredential(row: {
     credential_id: string;
@@ -37,8 +105,9 @@ export class AuthRepo {
       .execute();
   }
 
+  /** The credential whose secret has this digest (kept: see the class). */
   findBySecretHash(hash: string): Promise<CredentialRow | undefined> {
-    return this.db.kysely.selectFrom('credentials').selectAll().where('secret_hash', '=', hash).executeTakeFirst();
+    return this.bySecret.get(hash, () => this.db.kysely.selectFrom('credentials').selectAll().where('secret_hash', '=', hash).executeTakeFirst());
   }
 
   findCredential(credentialId: string): Promise<CredentialRow | undefined> {
@@ -47,6 +116,10 @@ export class AuthRepo {
 
   /** Revokes the credential and every refresh token issued from it, in one transaction. */
   async revokeCredential(clientId: string, credentialId: string): Promise<Date | undefined> {
+    return this.revoking((row) => row.credential_id === credentialId, () => this.revokeCredentialNow(clientId, credentialId));
+  }
+
+  private revokeCredentialNow(clientId: string, credentialId: string): Promise<Date | undefined> {
     return this.db.kysely.transaction().execute(async (trx) => {
       const now = new Date();
       const row = await trx
@@ -70,6 +143,10 @@ export class AuthRepo {
 
   /** Revokes every unrevoked credential of a client_id and their refresh tokens, in one transaction. */
   async revokeAllCredentials(clientId: string): Promise<string[]> {
+    return this.revoking((row) => row.client_id === clientId, () => this.revokeAllCredentialsNow(clientId));
+  }
+
+  private revokeAllCredentialsNow(clientId: string): Promise<string[]> {
     return this.db.kysely.transaction().execute(async (trx) => {
       const now = new Date();
       const rows = await trx
@@ -89,21 +166,34 @@ export class AuthRepo {
     });
   }
 
-  async touchCredential(credentialId: string): Promise<void> {
-    await this.db.kysely.updateTable('credentials').set({ last_used_at: new Date() }).where('credential_id', '=', credentialId).execute();
+  /** Sets last_used_at of each credential to the time given (epoch ms), never moving it back. */
+  async touchCredentials(times: [credentialId: string, at: number][]): Promise<void> {
+    await this.db.kysely
+      .updateTable('credentials as c')
+      .from(usedAt(times).as('v'))
+      .set({ last_used_at: sql`v.t` })
+      .where(sql<boolean>`c.credential_id = v.id AND (c.last_used_at IS NULL OR c.last_used_at < v.t)`)
+      .execute();
   }
 
-  async insertRefreshToken(row: {
-    token_hash: string;
-    credential_id: string;
-    client_id: string;
-    scopes: string[];
-    expires_at: Date;
-  }): Promise<void> {
+  /** Sets last_used_at of each refresh token (by hash) to the time given (epoch ms), never moving it back. */
+  async touchRefreshTokens(times: [tokenHash: string, at: number][]): Promise<void> {
     await this.db.kysely
-      .insertInto('refresh_tokens')
-      .values({ ...row, scopes: JSON.stringify(row.scopes) })
+      .updateTable('refresh_tokens as r')
+      .from(usedAt(times).as('v'))
+      .set({ last_used_at: sql`v.t` })
+      .where(sql<boolean>`r.token_hash = v.id AND (r.last_used_at IS NULL OR r.last_used_at < v.t)`)
       .execute();
+  }
+
+  /** Inserts a refresh token; resolves once it is committed (with any others inserted at the same moment). */
+  insertRefreshToken(row: NewRefreshToken): Promise<void> {
+    return this.refreshTokenInserts.add(row);
+  }
+
+  /** A refresh token with its credential, for the refresh grant (kept: see the class). */
+  refreshTokenForGrant(hash: string): Promise<RefreshTokenWithCredential | undefined> {
+    return this.refreshTokens.get(hash, () => this.findRefreshToken(hash));
   }
 
   /** A refresh token with the credential it was issued from. */
@@ -129,11 +219,11 @@ export class AuthRepo {
       .executeTakeFirst();
   }
 
-  async touchRefreshToken(hash: string): Promise<void> {
-    await this.db.kysely.updateTable('refresh_tokens').set({ last_used_at: new Date() }).where('token_hash', '=', hash).execute();
+  async revokeRefreshToken(hash: string): Promise<void> {
+    await this.revoking((_row, key) => key === hash, () => this.revokeRefreshTokenNow(hash));
   }
 
-  async revokeRefreshToken(hash: string): Promise<void> {
+  private async revokeRefreshTokenNow(hash: string): Promise<void> {
     await this.db.kysely
       .updateTable('refresh_tokens')
       .set({ revoked_at: new Date() })
@@ -183,4 +273,10 @@ export class AuthRepo {
     for (const row of rows) await this.revokeCredential(identity, row.credential_id);
     return rows.map((r) => r.credential_id);
   }
+}
+
+/** (id, epoch ms) pairs as a derived table `(id text, t timestamptz)`. */
+function usedAt(times: [string, number][]) {
+  const rows = JSON.stringify(times.map(([id, at]) => ({ id, t: new Date(at).toISOString() })));
+  return sql<{ id: string; t: Date }>`(SELECT * FROM jsonb_to_recordset(${rows}::jsonb) AS x(id text, t timestamptz))`;
 }

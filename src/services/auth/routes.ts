@@ -16,7 +16,7 @@ import { SIGNING_ALG } from './keys.ts';
 import { REFRESH_TOKEN_COOKIE } from './interactive-routes.ts';
 import { oauthError } from './oauth-error.ts';
 import * as S from './schemas.ts';
-import type { AccessTokenVerifier, TokenService } from './tokens.ts';
+import type { AccessTokenVerifier, TokenResponse, TokenService } from './tokens.ts';
 
 export interface AuthRouteDeps {
   credentials: CredentialService;
@@ -92,6 +92,34 @@ function clientCredentialsOf(request: FastifyRequest, form: { client_id?: string
   return { clientId: form.client_id, clientSecret: form.client_secret, basic: false };
 }
 
+/** A token request's form: the grant and what it needs (RFC 6749 §4.4 and §6). */
+export type TokenRequestForm = z.output<typeof S.TokenForm>;
+
+/**
+ * The token endpoint's grants: client_credentials (client_secret_post or _basic) and refresh_token
+ * (a browser session's refresh cookie too). OAuth errors (RFC 6749 §5.2) for anything else. Also
+ * serves the Iceberg REST catalog's token endpoint (services/iceberg), which passes its form here.
+ */
+export async function grantToken(tokens: TokenService, request: FastifyRequest, form: TokenRequestForm): Promise<TokenResponse> {
+  const client = clientCredentialsOf(request, form);
+  if (form.grant_type === 'client_credentials') {
+    if (!client.clientId) throw oauthError('invalid_request', 'client_id is required for the client_credentials grant');
+    if (client.clientSecret === undefined) throw oauthError('invalid_client', 'client_secret is required');
+    return tokens.clientCredentials(client.clientId, client.clientSecret, form.scope, request.ip);
+  }
+  if (form.grant_type === 'refresh_token') {
+    // A browser's interactive session sends its refresh token as the HttpOnly, SameSite=Strict cookie.
+    const refreshToken = form.refresh_token ?? request.cookies[REFRESH_TOKEN_COOKIE];
+    if (!refreshToken) throw oauthError('invalid_request', 'refresh_token is required for the refresh_token grant');
+    let authenticated: string | undefined;
+    if (client.clientId !== undefined && client.clientSecret !== undefined) {
+      authenticated = (await tokens.authenticateClient(client.clientId, client.clientSecret, request.ip)).client_id;
+    }
+    return tokens.refresh(refreshToken, authenticated, form.scope);
+  }
+  throw oauthError('unsupported_grant_type', `grant_type '${form.grant_type}' is not supported; use client_credentials or refresh_token`);
+}
+
 const noStore = (reply: FastifyReply) => reply.headers({ 'cache-control': 'no-store', pragma: 'no-cache' });
 
 export const authRoutes =
@@ -156,11 +184,7 @@ export const authRoutes =
           response: { 200: S.RevokeCredentialResponse },
         },
       },
-      async (request) => {
-        const result = await credentials.revoke(await credentialCaller(request), request.params.client_id, request.params.credential_id);
-        verifier.forgetCredential(result.credential_id);
-        return result;
-      },
+      async (request) => credentials.revoke(await credentialCaller(request), request.params.client_id, request.params.credential_id),
     );
 
     app.post(
@@ -176,25 +200,7 @@ export const authRoutes =
       },
       async (request, reply) => {
         noStore(reply);
-        const form = request.body;
-        const client = clientCredentialsOf(request, form);
-        let response;
-        if (form.grant_type === 'client_credentials') {
-          if (!client.clientId) throw oauthError('invalid_request', 'client_id is required for the client_credentials grant');
-          if (client.clientSecret === undefined) throw oauthError('invalid_client', 'client_secret is required');
-          response = await tokens.clientCredentials(client.clientId, client.clientSecret, form.scope, request.ip);
-        } else if (form.grant_type === 'refresh_token') {
-          // A browser's interactive session sends its refresh token as the HttpOnly, SameSite=Strict cookie.
-          const refreshToken = form.refresh_token ?? request.cookies[REFRESH_TOKEN_COOKIE];
-          if (!refreshToken) throw oauthError('invalid_request', 'refresh_token is required for the refresh_token grant');
-          let authenticated: string | undefined;
-          if (client.clientId !== undefined && client.clientSecret !== undefined) {
-            authenticated = (await tokens.authenticateClient(client.clientId, client.clientSecret, request.ip)).client_id;
-          }
-          response = await tokens.refresh(refreshToken, authenticated, form.scope);
-        } else {
-          throw oauthError('unsupported_grant_type', `grant_type '${form.grant_type}' is not supported; use client_credentials or refresh_token`);
-        }
+        const response = await grantToken(tokens, request, request.body);
         if (request.query.set_cookie) {
           reply.setCookie(ACCESS_TOKEN_COOKIE, response.access_token, {
             httpOnly: true,

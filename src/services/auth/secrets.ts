@@ -1,6 +1,5 @@
-import crypto from 'node:crypto';
 import zlib from 'node:zlib';
-import { base62, base62Fixed } from '../../core/crypto/index.ts';
+import { base62, base62Fixed, randomBytes } from '../../core/crypto/index.ts';
 
 /**
  * Secrets look like GitHub's tokens: a recognisable prefix, 32 random bytes in base62, then a
@@ -17,7 +16,7 @@ function checksum(text: string): string {
 }
 
 export function generateSecret(prefix: string): string {
-  const body = base62(crypto.randomBytes(32)).padStart(BODY_LENGTH, '0');
+  const body = base62(randomBytes(32)).padStart(BODY_LENGTH, '0');
   return `${prefix}${body}${checksum(prefix + body)}`;
 }
 

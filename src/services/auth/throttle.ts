@@ -2,6 +2,7 @@ import crypto from 'node:crypto';
 import net from 'node:net';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { sql } from 'kysely';
+import { LRUCache } from 'lru-cache';
 import type { Db } from '../../core/db/index.ts';
 import { isAppError, type AppError } from '../../core/errors/index.ts';
 import { ADMIN_TOKEN_HEADER, IDENTITY_REGEX, type AdminToken } from '../../core/http/index.ts';
@@ -15,9 +16,11 @@ export interface ThrottleOptions {
   windowSeconds: number;
   /** A source that authenticated as a client within this many days is "known" to it. */
   knownSourceDays: number;
+  /** How long a verdict that let a success through is kept for the source's next successes (0: never). */
+  keepMs: number;
 }
 
-export const DEFAULT_THROTTLE: ThrottleOptions = { sourceLimit: 10, clientCeiling: 100, windowSeconds: 60, knownSourceDays: 30 };
+export const DEFAULT_THROTTLE: ThrottleOptions = { sourceLimit: 10, clientCeiling: 100, windowSeconds: 60, knownSourceDays: 30, keepMs: 1_000 };
 
 /** What is being guessed: a client_id's secret from one source, or the admin token from one source. */
 export type ThrottleKey = { kind: 'client'; clientId: string; source: string } | { kind: 'admin'; source: string };
@@ -109,12 +112,26 @@ interface CounterRow {
  * its limit. So however many guesses race, at most `sourceLimit` of them get a verdict (401, or a
  * 200 that a guess counted after the limit can never get), and the success path only reads — it
  * writes once a day per (client, source), to remember the source as known.
+ *
+ * Successes do not even read, mostly: the verdict that let one through (`confirm`) is kept for the
+ * source for `keepMs`, and its next successes are judged by it. A failure drops it at once, before
+ * it is counted, so on this server the next attempt of the source reads the counters again; a
+ * failure counted by another server is seen here within `keepMs`.
  */
 export class FailedAttemptThrottle {
+  /** Clean verdicts that let a success through, by key: the source's next successes within keepMs need no read. */
+  private readonly kept: LRUCache<string, ThrottleVerdict>;
+
   constructor(
     private readonly db: Db,
     private readonly options: ThrottleOptions = DEFAULT_THROTTLE,
-  ) {}
+  ) {
+    this.kept = new LRUCache({ max: 10_000, ttl: Math.max(1, options.keepMs) });
+  }
+
+  private keptKey(key: ThrottleKey): string {
+    return JSON.stringify(key.kind === 'client' ? [key.kind, key.clientId, key.source] : [key.kind, key.source]);
+  }
 
   private keyOf(key: ThrottleKey) {
     return key.kind === 'client'
@@ -144,8 +161,25 @@ export class FailedAttemptThrottle {
       COALESCE(last_success_at > now() - interval '1 day', false) AS known_recently`;
   }
 
-  /** Whether the source may try now (a read only). */
+  /** Whether the source may try now (a read only, unless a verdict is kept for it). */
   async check(key: ThrottleKey): Promise<ThrottleVerdict> {
+    return this.kept.get(this.keptKey(key)) ?? this.read(key);
+  }
+
+  /**
+   * `check` for an attempt that succeeded, after its secret was verified: the verdict it gets is
+   * kept for the source's next successes (while it lets them through).
+   */
+  async confirm(key: ThrottleKey): Promise<ThrottleVerdict> {
+    const keptKey = this.keptKey(key);
+    const kept = this.kept.get(keptKey);
+    if (kept) return kept;
+    const verdict = await this.read(key);
+    if (verdict.retryAfter === 0 && this.options.keepMs > 0) this.kept.set(keptKey, verdict);
+    return verdict;
+  }
+
+  private async read(key: ThrottleKey): Promise<ThrottleVerdict> {
     const k = this.keyOf(key);
     const sources = key.kind === 'client' ? [k.source, ALL_SOURCES] : [k.source];
     const { rows } = await sql<CounterRow>`SELECT ${this.columns()} FROM auth_failures
@@ -160,6 +194,7 @@ export class FailedAttemptThrottle {
    * past its own limit cannot push the client over the ceiling on its own.
    */
   async recordFailure(key: ThrottleKey): Promise<ThrottleVerdict> {
+    this.kept.delete(this.keptKey(key));
     const k = this.keyOf(key);
     const { windowSeconds, knownSourceDays, sourceLimit } = this.options;
     const stale = sql`f.window_start <= now() - make_interval(secs => ${windowSeconds})`;
@@ -186,6 +221,9 @@ export class FailedAttemptThrottle {
 
   /** Remembers that the source authenticated as the client (call only when `knownRecently` is false). */
   async recordSuccess(key: Extract<ThrottleKey, { kind: 'client' }>): Promise<void> {
+    const keptKey = this.keptKey(key);
+    const kept = this.kept.get(keptKey);
+    if (kept) this.kept.set(keptKey, { ...kept, known: true, knownRecently: true });
     const k = this.keyOf(key);
     await sql`INSERT INTO auth_failures AS f (kind, subject, source, window_start, failures, last_success_at)
       VALUES (${k.kind}, ${k.subject}, ${k.source}, now(), 0, now())
@@ -218,7 +256,7 @@ export function adminTokenThrottle(adminToken: AdminToken, throttle: FailedAttem
       if (counted.retryAfter > 0) throw tooManyAttempts(counted.retryAfter, what, false);
       return;
     }
-    const after = await throttle.check(key);
+    const after = await throttle.confirm(key);
     if (after.retryAfter > 0) throw tooManyAttempts(after.retryAfter, what, false);
   };
 }

@@ -1,4 +1,4 @@
-import { decodeProtectedHeader, errors as joseErrors, jwtVerify, SignJWT } from 'jose';
+import { decodeProtectedHeader, errors as joseErrors, jwtVerify } from 'jose';
 import { DEFAULT_SCOPES, type Principal } from '../../core/authz/index.ts';
 import { signInFactsOf, type SignInPolicy } from '../../core/authz/sign-in-policy.ts';
 import { newId, safeEqual, sha256Hex } from '../../core/crypto/index.ts';
@@ -8,6 +8,7 @@ import { SIGNING_ALG, type SigningKeyStore } from './keys.ts';
 import { authError } from './errors.ts';
 import type { SignedIn } from './interactive.ts';
 import { oauthError } from './oauth-error.ts';
+import type { LastUsedTimes } from './last-used.ts';
 import type { AuthRepo, CredentialRow } from './repo.ts';
 import { CREDENTIAL_SECRET_PREFIX, generateSecret, isWellFormedSecret, REFRESH_TOKEN_PREFIX } from './secrets.ts';
 import { sourceKey, tooManyAttempts, type FailedAttemptThrottle } from './throttle.ts';
@@ -60,20 +61,14 @@ export class TokenService {
     private readonly keys: SigningKeyStore,
     private readonly throttle: FailedAttemptThrottle,
     private readonly settings: TokenSettings,
+    private readonly lastUsed: LastUsedTimes,
   ) {}
 
   private async signAccessToken(claims: AccessTokenClaims): Promise<{ token: string; jti: string }> {
-    const { kid, privateKey } = await this.keys.signingKey();
     const jti = newId('at');
-    const token = await new SignJWT({ ...claims })
-      .setProtectedHeader({ alg: SIGNING_ALG, kid, typ: 'at+jwt' })
-      .setIssuer(this.settings.issuer())
-      .setAudience(ACCESS_TOKEN_AUDIENCE)
-      .setIssuedAt()
-      .setExpirationTime(`${this.settings.accessTokenTtlSeconds}s`)
-      .setJti(jti)
-      .sign(privateKey);
-    return { token, jti };
+    const iat = Math.floor(Date.now() / 1000);
+    const payload = { ...claims, iss: this.settings.issuer(), aud: ACCESS_TOKEN_AUDIENCE, iat, exp: iat + this.settings.accessTokenTtlSeconds, jti };
+    return { token: await this.keys.signJwt(payload, 'at+jwt'), jti };
   }
 
   private narrowScopes(granted: string[], requested: string | undefined): string[] {
@@ -111,7 +106,7 @@ export class TokenService {
       throw oauthError('invalid_client', 'Client authentication failed: unknown client, wrong secret, or a revoked or expired credential');
     }
     // Failures racing this attempt may have reached the limit meanwhile: then it is one too many.
-    const after = await this.throttle.check(key);
+    const after = await this.throttle.confirm(key);
     if (after.retryAfter > 0) throw tooManyAttempts(after.retryAfter, 'client authentications', true);
     if (!after.knownRecently) await this.throttle.recordSuccess(key);
     return credential;
@@ -138,7 +133,7 @@ export class TokenService {
       // A refresh token never outlives its credential.
       expires_at: credential.expires_at && credential.expires_at < refreshExpiry ? credential.expires_at : refreshExpiry,
     });
-    await this.repo.touchCredential(credential.credential_id);
+    this.lastUsed.credential(credential.credential_id);
     return {
       access_token: access.token,
       token_type: 'Bearer',
@@ -167,9 +162,9 @@ export class TokenService {
   }
 
   /**
-   * An interactive session's refresh is judged by the sign-in policy: refused, the session ends
-   * (its credential is revoked, so its access tokens stop within the verifier's recheck) and the
-   * person is sent back to interactive sign-in.
+   * An interactive session's refresh is judged by the sign-in policy: refused, the session ends (its
+   * credential is revoked: its access tokens are refused here at once, elsewhere within
+   * LAKEPORT_AUTH_CACHE_SECONDS) and the person is sent back to interactive sign-in.
    */
   private async judgeInteractiveRefresh(clientId: string, credentialId: string): Promise<Pick<AccessTokenClaims, 'auth_time' | 'amr' | 'idp'>> {
     const session = await this.repo.findInteractiveSession(credentialId);
@@ -189,7 +184,7 @@ export class TokenService {
   /** The refresh_token grant: a new access token; the refresh token stays valid (see docs/auth.md). */
   async refresh(refreshToken: string, authenticatedClientId?: string, requestedScope?: string): Promise<TokenResponse> {
     const row = isWellFormedSecret(refreshToken, REFRESH_TOKEN_PREFIX)
-      ? await this.repo.findRefreshToken(sha256Hex(refreshToken))
+      ? await this.repo.refreshTokenForGrant(sha256Hex(refreshToken))
       : undefined;
     if (!row || !refreshTokenLive(row)) {
       throw oauthError('invalid_grant', 'The refresh token is invalid, expired or revoked, or its credential is');
@@ -207,7 +202,7 @@ export class TokenService {
       permissions: row.permissions,
       ...interactive,
     });
-    await this.repo.touchRefreshToken(row.token_hash);
+    this.lastUsed.refreshToken(row.token_hash);
     return { access_token: access.token, token_type: 'Bearer', expires_in: this.settings.accessTokenTtlSeconds, scope: scopes.join(' ') };
   }
 
@@ -273,30 +268,36 @@ export class TokenService {
   }
 }
 
-const STATUS_RECHECK_MS = 5_000;
 const CACHE_LIMIT = 10_000;
 
 /**
  * Verifies access tokens: signature by a published key (`kid`), EdDSA only, issuer, audience and
  * expiry; then that the credential is live and the token not revoked. Verified tokens are cached,
- * and their status is rechecked at most every few seconds, so a revocation bites within that time.
+ * and their status is rechecked every `recheckMs` (LAKEPORT_AUTH_CACHE_SECONDS), so another
+ * server's revocation bites within that time (this server's at once).
  */
 export class AccessTokenVerifier implements TokenVerifier {
   private readonly cache = new Map<string, { principal: Principal; checkedAt: number }>();
+  /** Moves with every forget, so a status check that overlapped one is not cached. */
+  private generation = 0;
 
   constructor(
     private readonly keys: SigningKeyStore,
     private readonly repo: AuthRepo,
     private readonly issuer: () => string,
-  ) {}
-
-  forget(token: string) {
-    this.cache.delete(token);
+    private readonly recheckMs = 5_000,
+  ) {
+    // Tokens of what this server revokes are refused here at once (other servers: within recheckMs).
+    repo.onRevocation((revoked) => this.forgetWhere((p) => revoked({ credential_id: p.credentialId, client_id: p.identity })));
   }
 
-  /** Drops cached tokens of a revoked credential, so this server refuses them at once (peers within seconds). */
-  forgetCredential(credentialId: string) {
-    for (const [token, entry] of this.cache) if (entry.principal.credentialId === credentialId) this.cache.delete(token);
+  forget(token: string) {
+    this.forgetWhere((_principal, cached) => cached === token);
+  }
+
+  private forgetWhere(which: (principal: Principal, token: string) => boolean) {
+    this.generation++;
+    for (const [token, entry] of this.cache) if (which(entry.principal, token)) this.cache.delete(token);
   }
 
   async verify(token: string): Promise<Principal> {
@@ -307,13 +308,15 @@ export class AccessTokenVerifier implements TokenVerifier {
         this.cache.delete(token);
         throw new InvalidTokenError('token expired');
       }
-      if (now - cached.checkedAt < STATUS_RECHECK_MS) return cached.principal;
+      if (now - cached.checkedAt < this.recheckMs) return cached.principal;
     }
     const principal = cached?.principal ?? (await this.verifySignature(token));
+    const generation = this.generation;
     if (!(await this.repo.accessTokenLive(principal.credentialId, principal.tokenId))) {
       this.cache.delete(token);
       throw new InvalidTokenError('token or its credential has been revoked or has expired');
     }
+    if (generation !== this.generation) return principal;
     if (!cached && this.cache.size >= CACHE_LIMIT) this.cache.delete(this.cache.keys().next().value!);
     this.cache.set(token, { principal, checkedAt: now });
     return principal;

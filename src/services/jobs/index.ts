@@ -92,6 +92,7 @@ export function createJobsService(options: JobsOptions) {
     engine: () => engines.shared,
     statistics: (file, columns) => options.ingestor.fileStatistics(file, columns),
     writeResult: (executionId, message) => writeStatusResult(options.blobs, executionId, message),
+    finish: (executionId, workerId, outcome, trx) => repo.finish(executionId, workerId, outcome, trx),
     committed: (datasetId) => views.committed(datasetId),
     beforeCommit: options.materializedViews?.beforeCommit,
     log,
@@ -126,6 +127,8 @@ export function createJobsService(options: JobsOptions) {
     pool,
     statements,
     views,
+    /** Where job queries run (its sandboxes and memory, for GET /metrics). */
+    queryEngine: engines.shared,
     apis: [
       {
         prefix: PREFIX,

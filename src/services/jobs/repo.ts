@@ -1,4 +1,4 @@
-import { sql, type InsertObject, type Insertable, type Selectable } from 'kysely';
+import { sql, type InsertObject, type Insertable, type Kysely, type Selectable } from 'kysely';
 import type { Database, Db, JobsTable, VariablesTable } from '../../core/db/index.ts';
 import type { ParamValue } from './types.ts';
 import type { JobFailure } from './errors.ts';
@@ -153,6 +153,13 @@ export class JobRepo {
   }
 
   /** Whether any job is queued: a read, much cheaper than a claim that finds nothing. */
+  /** Jobs queued and running in the whole cluster (each count through its partial index). */
+  async active(): Promise<{ queued: number; running: number }> {
+    const count = (status: 'queued' | 'running') => this.db.kysely.selectFrom('jobs').select((eb) => eb.fn.countAll<number>().as('n')).where('status', '=', status).executeTakeFirstOrThrow();
+    const [queued, running] = await Promise.all([count('queued'), count('running')]);
+    return { queued: Number(queued.n), running: Number(running.n) };
+  }
+
   async anyQueued(): Promise<boolean> {
     const row = await this.db.kysely.selectFrom('jobs').select('execution_id').where('status', '=', 'queued').limit(1).executeTakeFirst();
     return row !== undefined;
@@ -179,8 +186,9 @@ export class JobRepo {
     executionId: string,
     workerId: string,
     outcome: { status: 'succeeded' | 'failed' | 'cancelled'; error?: JobFailure; result_key?: string; result_bytes?: number; row_count?: number; columns?: { name: string; type: string }[] },
+    executor: Kysely<Database> = this.db.kysely,
   ): Promise<FinishedColumns | undefined> {
-    return this.db.kysely
+    return executor
       .updateTable('jobs')
       .set({
         status: outcome.status,

@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
 import crypto from 'node:crypto';
+import { LRUCache } from 'lru-cache';
 import { mayAccessOwned, seesOnlyNarrowedRecords, type Principal } from '../../core/authz/index.ts';
 import { newId } from '../../core/crypto/index.ts';
 import type { Ingestor } from '../../core/engine/index.ts';
@@ -56,10 +57,21 @@ function timings(job: JobRow) {
 }
 
 export class JobsService {
+  /**
+   * Finished jobs' rows as status shows them: a finished row no longer changes what status answers
+   * (only its results may expire, which status does not show) and is never deleted, so it is kept.
+   */
+  private readonly finishedRows = new LRUCache<string, JobRow>({ max: 10_000 });
+
   constructor(private readonly deps: JobsDeps) {}
 
   private url(job: Pick<JobRow, 'execution_id'>, suffix: string) {
     return `${this.deps.baseUrl()}/api/v1/jobs/${job.execution_id}/${suffix}`;
+  }
+
+  /** Jobs queued and running in the whole cluster (GET /metrics). */
+  active(): Promise<{ queued: number; running: number }> {
+    return this.deps.repo.active();
   }
 
   async submit(caller: Principal, input: { sql_text: string; client_info?: Record<string, unknown> | null; parameters?: Record<string, ParamValue> | null }) {
@@ -131,7 +143,8 @@ export class JobsService {
   /** Status; with `wait` (seconds, at most 30) it answers as soon as the job leaves queued/running. */
   async status(caller: Principal, executionId: string, waitSeconds = 0) {
     // A job running in this process, or finished here moments ago, is answered from memory (a finished row no longer changes).
-    let job = await this.own(caller, executionId, this.deps.pool.knownHere(executionId));
+    let job = await this.own(caller, executionId, this.deps.pool.knownHere(executionId) ?? this.finishedRows.get(executionId));
+    if (job.status !== 'queued' && job.status !== 'running') this.finishedRows.set(executionId, job);
     const deadline = Date.now() + Math.min(waitSeconds, MAX_WAIT_SECONDS) * 1000;
     while ((job.status === 'queued' || job.status === 'running') && Date.now() < deadline) {
       // A job that finishes in this process hands its final row to the waiter; otherwise re-read.

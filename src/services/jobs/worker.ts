@@ -2,11 +2,19 @@ import crypto from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { silentLogger, type Logger } from '../../core/logger.ts';
 import type { JobFailure } from './errors.ts';
-import type { JobRepo, JobRow } from './repo.ts';
+import type { FinishedColumns, JobRepo, JobRow } from './repo.ts';
 
 /** What running one job produced. */
 export type JobOutcome =
-  | { status: 'succeeded'; result_key: string; result_bytes: number; row_count: number; columns: { name: string; type: string }[] }
+  | {
+      status: 'succeeded';
+      result_key: string;
+      result_bytes: number;
+      row_count: number;
+      columns: { name: string; type: string }[];
+      /** The runner recorded the finish itself, in the transaction of its own writes (a refresh's commit): the pool does not. */
+      recorded?: FinishedColumns;
+    }
   | { status: 'failed' | 'cancelled'; error: JobFailure }
   /** The engine died under the job: it goes back to the queue (the runner decides how it runs next). */
   | { status: 'requeue'; reason: string };
@@ -73,6 +81,8 @@ export class WorkerPool {
   private mayHaveQueued = true;
   /** Bumped whenever something may have queued a job, so a claim that started before does not clear mayHaveQueued. */
   private queueEpoch = 0;
+  /** Jobs this pool ended, by outcome, since it started (GET /metrics). */
+  readonly ended = { succeeded: 0, failed: 0, cancelled: 0, requeued: 0 };
   /** Slots promised to jobs being submitted here (reserve, then adopt or release). */
   private reserved = 0;
   /** A claim was asked for while slots were promised: it runs once they are settled. */
@@ -137,6 +147,11 @@ export class WorkerPool {
     if (this.reserved > 0 || !this.claimAfterReserved) return;
     this.claimAfterReserved = false;
     void this.fill();
+  }
+
+  /** Job slots of this process (none while the pool is not running) and how many are in use. */
+  slots(): { total: number; busy: number } {
+    return { total: this.stopped ? 0 : this.options.concurrency, busy: this.busy() };
   }
 
   private busy() {
@@ -263,6 +278,7 @@ export class WorkerPool {
       })
       .then(async (outcome) => {
         clearTimeout(timeout);
+        this.ended[outcome.status === 'requeue' ? 'requeued' : outcome.status]++;
         if (outcome.status === 'requeue') {
           this.log.warn({ execution_id: job.execution_id, reason: outcome.reason }, 'job re-queued: its query engine stopped');
           await this.repo.requeue(job.execution_id, this.id).catch((error: unknown) => this.log.error({ err: error, execution_id: job.execution_id }, 'could not re-queue a job; recovery will'));
@@ -270,7 +286,7 @@ export class WorkerPool {
           this.notify();
           return;
         }
-        const finished = await this.finish(job.execution_id, outcome);
+        const finished = outcome.status === 'succeeded' && outcome.recorded ? outcome.recorded : await this.finish(job.execution_id, outcome);
         const row = finished && { ...job, ...finished };
         this.running.delete(job.execution_id);
         if (row) this.remember(row);

@@ -1,6 +1,4 @@
-import crypto from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { LRUCache } from 'lru-cache';
 import type { Principal } from '../../core/authz/index.ts';
 import { AppError, isAppError } from '../../core/errors/index.ts';
 import { authenticateScoped, type TokenVerifier } from '../../core/http/index.ts';
@@ -20,7 +18,6 @@ export interface ClientAuthenticator {
 /** BI tools speak either scheme, so a 401 offers both. */
 const CHALLENGE = { 'www-authenticate': 'Bearer realm="lakeport", Basic realm="lakeport", charset="UTF-8"' };
 const SCOPE = 'odata';
-const BASIC_RECHECK_MS = 5_000;
 
 function unauthorized(detail: string, code: 'UNAUTHORIZED' | 'INVALID_TOKEN' | 'INVALID_CREDENTIALS' = 'UNAUTHORIZED'): AppError {
   return odataError(code, detail, { headers: CHALLENGE });
@@ -55,20 +52,13 @@ async function basicPrincipal(clients: ClientAuthenticator, encoded: string, sou
  * with a machine credential's client_id and secret (what Power BI and Excel can store).
  */
 export function requireODataAuth(verifier: TokenVerifier, clients: ClientAuthenticator) {
-  // BI tools send Basic credentials with every page: a verified pair is trusted for as long as a
-  // verified access token is before its status is checked again (see docs/auth.md), by digest only.
-  const verified = new LRUCache<string, Principal>({ max: 10_000, ttl: BASIC_RECHECK_MS });
+  // BI tools send Basic credentials with every page: each is authenticated as the token endpoint
+  // does it, which keeps what it verified (docs/auth.md, "Performance and caching").
   return async function authenticate(request: FastifyRequest, _reply: FastifyReply) {
     const header = request.headers.authorization;
     const basic = header === undefined ? null : /^Basic\s+([A-Za-z0-9+/=]+)\s*$/i.exec(header);
     if (basic) {
-      const key = crypto.createHash('sha256').update(basic[1]).digest('base64');
-      let principal = verified.get(key);
-      if (!principal || principal.expiresAt.getTime() <= Date.now()) {
-        principal = await basicPrincipal(clients, basic[1], request.ip);
-        verified.set(key, principal);
-      }
-      request.principal = principal;
+      request.principal = await basicPrincipal(clients, basic[1], request.ip);
       return;
     }
     try {

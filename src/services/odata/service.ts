@@ -6,7 +6,7 @@ import { newId } from '../../core/crypto/index.ts';
 import { AppError } from '../../core/errors/index.ts';
 import type { BlobStore } from '../../core/storage/index.ts';
 import { odataError } from './errors.ts';
-import { entitySetName, findEntitySet, isLogicalView, lakeportType, propertyNames, servedByOData } from './metadata/index.ts';
+import { entitySetName, findEntitySet, isExternalStub, isLogicalView, lakeportType, propertyNames } from './metadata/index.ts';
 import type { DatasetAccessLookup } from './lookup.ts';
 import type { DatasetVersion, ODataColumn } from './model.ts';
 
@@ -88,11 +88,11 @@ export class ODataService {
     this.pinned.set(id, now);
   }
 
-  /** Every versioned dataset the caller may read, by workspace, collection and name (soft-deleted workspaces are left out by core/authz). */
+  /** Every dataset the caller may read (external stubs too), by workspace, collection and name (soft-deleted workspaces are left out by core/authz). */
   async readableDatasets(caller: Principal): Promise<{ dataset: Dataset; role: DatasetVersion['role']; policies: string[] }[]> {
     const readable: { dataset: Dataset; role: DatasetVersion['role']; policies: string[] }[] = [];
     for (const workspace of await this.deps.authz.workspacesOf(caller)) {
-      const datasets = (await this.deps.catalog.listDatasets(workspace)).filter(servedByOData);
+      const datasets = await this.deps.catalog.listDatasets(workspace, { kept: true });
       const access = await this.deps.authz.accessIn(
         caller,
         workspace,
@@ -153,10 +153,10 @@ export class ODataService {
       throw odataError('PERMISSION_DENIED', `'${caller.identity}' may not read ${ref.workspace}/${ref.collection}/${ref.dataset}`);
     }
     if (!dataset) throw odataError('DATASET_NOT_FOUND', `Dataset ${ref.workspace}/${ref.collection}/${ref.dataset} does not exist`);
-    if (!servedByOData(dataset)) {
+    if (isExternalStub(dataset)) {
       throw odataError(
         'DATASET_NOT_VERSIONED',
-        `${ref.workspace}/${ref.collection}/${ref.dataset} is a ${dataset.kind} dataset without snapshot versions; OData cannot serve it`,
+        `${ref.workspace}/${ref.collection}/${ref.dataset} is listed from the workspace's external catalog: it has no snapshot versions here, so OData serves neither its rows nor its own $metadata; read it through its catalog`,
       );
     }
     if (isLogicalView(dataset)) {

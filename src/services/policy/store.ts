@@ -2,6 +2,7 @@ import { sql, type Insertable, type Kysely, type Selectable } from 'kysely';
 import type { Grant, GrantSource, Role } from '../../core/authz/index.ts';
 import { newId } from '../../core/crypto/index.ts';
 import type { Database, Db, PoliciesTable } from '../../core/db/index.ts';
+import { KEPT_READ_TTL_MS, KeptReads } from '../../core/kept.ts';
 import { policyError } from './errors.ts';
 
 export type PolicyRow = Selectable<PoliciesTable>;
@@ -17,9 +18,34 @@ const POLICY_LOCK_SPACE = 7_242_002;
  * The `policies` table: the only code that reads or writes it. Other modules see it as a GrantSource
  * (core/authz's Authorizer) or through the policy service; the rules of a change are the planner's
  * (planner.ts), which reads and writes through these methods inside `locked`.
+ *
+ * Outside a transaction, a workspace's policies and an identity's workspaces are kept (every
+ * authorization asks): dropped when this process writes the table, and after KEPT_READ_TTL_MS,
+ * within which another server's change is seen. Reads inside a transaction always go to it.
  */
 export class PolicyStore implements GrantSource {
-  constructor(private readonly db: Db) {}
+  private readonly workspacePolicies: KeptReads<string, { rows: PolicyRow[]; grants: Map<string, Grant[]> }>;
+  private readonly identityWorkspaces: KeptReads<string, string[]>;
+
+  constructor(private readonly db: Db) {
+    const kept = { ttlMs: KEPT_READ_TTL_MS, tables: { writes: db.writes, names: ['policies'] } };
+    this.workspacePolicies = new KeptReads({ ...kept, max: 1_000 });
+    this.identityWorkspaces = new KeptReads({ ...kept, max: 10_000 });
+  }
+
+  /** The workspace's policies (kept), with each principal's grants. */
+  private kept(workspace: string) {
+    return this.workspacePolicies.get(workspace, async () => {
+      const rows = await this.db.kysely.selectFrom('policies').selectAll().where('workspace', '=', workspace).orderBy('created_at').orderBy('policy_id').execute();
+      const grants = new Map<string, Grant[]>();
+      for (const row of rows) {
+        const held = grants.get(row.principal) ?? [];
+        held.push({ pattern: row.pattern, role: row.role });
+        grants.set(row.principal, held);
+      }
+      return { rows, grants };
+    });
+  }
 
   /**
    * Runs `fn` in one transaction that first takes the workspace's policy lock (a transaction-scoped
@@ -32,22 +58,29 @@ export class PolicyStore implements GrantSource {
     });
   }
 
-  grantsOf(identity: string, workspace: string, q: PolicyExecutor = this.db.kysely): Promise<Grant[]> {
-    return q.selectFrom('policies').select(['pattern', 'role']).where('principal', '=', identity).where('workspace', '=', workspace).execute();
+  async grantsOf(identity: string, workspace: string, q?: PolicyExecutor): Promise<Grant[]> {
+    if (q) return q.selectFrom('policies').select(['pattern', 'role']).where('principal', '=', identity).where('workspace', '=', workspace).execute();
+    return [...((await this.kept(workspace)).grants.get(identity) ?? [])];
   }
 
-  async workspacesOf(identity: string): Promise<string[]> {
-    const rows = await this.db.kysely.selectFrom('policies').select('workspace').distinct().where('principal', '=', identity).orderBy('workspace').execute();
-    return rows.map((r) => r.workspace);
+  workspacesOf(identity: string): Promise<string[]> {
+    return this.identityWorkspaces.get(identity, async () => {
+      const rows = await this.db.kysely.selectFrom('policies').select('workspace').distinct().where('principal', '=', identity).orderBy('workspace').execute();
+      return rows.map((r) => r.workspace);
+    });
   }
 
   /** The workspace's policies, oldest first. */
-  list(workspace: string): Promise<PolicyRow[]> {
-    return this.db.kysely.selectFrom('policies').selectAll().where('workspace', '=', workspace).orderBy('created_at').orderBy('policy_id').execute();
+  async list(workspace: string): Promise<PolicyRow[]> {
+    return [...(await this.kept(workspace)).rows];
   }
 
-  /** A policy of the workspace by id, or the principal's on a pattern. */
-  find(workspace: string, target: { policyId: string } | { principal: string; pattern: string }, q: PolicyExecutor = this.db.kysely): Promise<PolicyRow | undefined> {
+  /** A policy of the workspace by id, or the principal's on a pattern (`q`: in that transaction). */
+  async find(workspace: string, target: { policyId: string } | { principal: string; pattern: string }, q?: PolicyExecutor): Promise<PolicyRow | undefined> {
+    if (!q) {
+      const { rows } = await this.kept(workspace);
+      return 'policyId' in target ? rows.find((r) => r.policy_id === target.policyId) : rows.find((r) => r.principal === target.principal && r.pattern === target.pattern);
+    }
     let query = q.selectFrom('policies').selectAll().where('workspace', '=', workspace);
     query = 'policyId' in target ? query.where('policy_id', '=', target.policyId) : query.where('principal', '=', target.principal).where('pattern', '=', target.pattern);
     return query.executeTakeFirst();

@@ -1,6 +1,7 @@
 import type { Insertable, Kysely, Selectable } from 'kysely';
 import type { ContractState, Database, Db, UploadContractsTable, UploadWritePartsTable, UploadWritesTable } from '../../core/db/index.ts';
 import type { AppError } from '../../core/errors/index.ts';
+import { KEPT_READ_TTL_MS, KeptReads } from '../../core/kept.ts';
 import { uploadError } from './errors.ts';
 
 export type ContractRow = Selectable<UploadContractsTable>;
@@ -22,11 +23,31 @@ function committed(contractId: string): AppError {
  * first (`lockState`), as the commit does in its catalog transaction, so the two never interleave.
  */
 export class UploadRepo {
-  constructor(private readonly db: Db) {}
+  /**
+   * Committed contracts with their writes, as GET shows them: they change no more, so they are kept
+   * until this process writes contracts, or for KEPT_READ_TTL_MS (another server may abandon one).
+   */
+  private readonly committed: KeptReads<string, { row: ContractRow | undefined; writes: WriteRow[] }>;
+
+  constructor(private readonly db: Db) {
+    this.committed = new KeptReads({ ttlMs: KEPT_READ_TTL_MS, max: 1_000, tables: { writes: db.writes, names: ['upload_contracts', 'upload_writes'] } });
+  }
 
 
   async insertContract(row: Insertable<UploadContractsTable>): Promise<ContractRow> {
     return this.db.kysely.insertInto('upload_contracts').values(row).returningAll().executeTakeFirstOrThrow();
+  }
+
+  /** A contract and its writes (kept once committed). */
+  contractWithWrites(contractId: string): Promise<{ row: ContractRow | undefined; writes: WriteRow[] }> {
+    return this.committed.get(
+      contractId,
+      async () => {
+        const row = await this.getContract(contractId);
+        return { row, writes: row ? await this.writes(contractId) : [] };
+      },
+      ({ row }) => row?.state === 'committed',
+    );
   }
 
   getContract(contractId: string): Promise<ContractRow | undefined> {

@@ -140,6 +140,8 @@ const rejectsUrl = (contractId: string) => `/upload/v2/contracts/${encodeURIComp
 
 export class UploadService {
   private readonly limits: UploadLimits;
+  /** Files this process staged since it started, and their bytes as sent (GET /metrics). */
+  readonly received = { writes: 0, bytes: 0 };
 
   constructor(private readonly deps: UploadDeps) {
     this.limits = { ...DEFAULT_LIMITS, ...deps.limits };
@@ -333,14 +335,17 @@ export class UploadService {
    * values. Anything else is 404, like an unknown id.
    */
   private async own(caller: Principal, contractId: string): Promise<ContractRow> {
-    const row = await this.deps.repo.getContract(contractId);
+    return this.owned(caller, contractId, await this.deps.repo.getContract(contractId));
+  }
+
+  private owned(caller: Principal, contractId: string, row: ContractRow | undefined): ContractRow {
     if (!row || !mayAccessOwned(caller, row)) throw contractError('CONTRACT_NOT_FOUND', `No contract ${contractId}`);
     return row;
   }
 
   async get(caller: Principal, contractId: string) {
-    const row = await this.own(caller, contractId);
-    return this.view(row, await this.deps.repo.writes(contractId));
+    const { row, writes } = await this.deps.repo.contractWithWrites(contractId);
+    return this.view(this.owned(caller, contractId, row), writes);
   }
 
   private assertOpen(row: ContractRow) {
@@ -518,6 +523,8 @@ export class UploadService {
     } finally {
       await Promise.all(parts.map((p) => fsp.rm(p.path, { force: true })));
     }
+    this.received.writes++;
+    this.received.bytes += sourceBytes;
     for (const key of replaced) await this.deps.blobs.delete(key);
     const writes = await this.deps.repo.writes(row.contract_id);
     return {

@@ -1,3 +1,4 @@
+-- lakeport: offline — it drops upload_writes.path and column_stats, which an earlier server writes and reads for every upload
 -- A write (one uploaded file) may become several Parquet parts: the upload is cut into
 -- record-aligned chunks that are converted while the rest of it still arrives. The parts replace
 -- upload_writes.path and upload_writes.column_stats; upload_writes keeps the file's totals.

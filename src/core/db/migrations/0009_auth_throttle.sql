@@ -1,3 +1,4 @@
+-- lakeport: offline — it drops token_failures, which an earlier server writes on every failed client authentication
 -- Failed-attempt throttling by client AND source address (docs/auth.md, "Rate limit"); replaces
 -- token_failures, which counted per client_id only and so let anyone lock a client out.
 --   kind 'client': subject = the client_id tried (or '#' + its SHA-256 when it is not a well-formed

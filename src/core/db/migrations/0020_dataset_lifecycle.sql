@@ -1,3 +1,4 @@
+-- lakeport: offline — an earlier server knows nothing of dropped datasets and expired snapshots: it would list and write dropped datasets and read snapshots whose files are deleted
 -- Dataset lifecycle (docs/lifecycle.md): soft-dropped datasets (restorable by UNDROP within a
 -- window), expired snapshots kept as history rows, rollbacks that name old files again (zero copy),
 -- a queue of storage paths to delete after a grace time, and snapshot leases held by readers.

@@ -1,3 +1,4 @@
+-- lakeport: offline — an earlier worker would claim refresh jobs and fail them as unknown SQL
 -- Materialized views (docs/materialized-views.md): a dataset of kind 'materialized_view' whose
 -- snapshots are written by refresh jobs; its definition and schedule live in materialized_views.
 ALTER TABLE catalog_datasets DROP CONSTRAINT IF EXISTS catalog_datasets_kind_check;

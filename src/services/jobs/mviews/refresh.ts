@@ -8,7 +8,7 @@ import { silentLogger, type Logger } from '../../../core/logger.ts';
 import type { BlobStore } from '../../../core/storage/index.ts';
 import type { JobFailure, JobFailureCode } from '../errors.ts';
 import type { QueryPlanner } from '../planner.ts';
-import type { JobRow } from '../repo.ts';
+import type { FinishedColumns, JobRepo, JobRow } from '../repo.ts';
 import type { JobOutcome, JobRunner } from '../worker.ts';
 import type { MaterializedViewRepo, RefreshTrigger } from './repo.ts';
 
@@ -23,6 +23,8 @@ export interface RefreshDeps {
   statistics(file: string, columns: { name: string; type: string }[]): Promise<Record<string, ColumnStats>>;
   /** Writes the one-row `status` result of a job, returning its blob key. */
   writeResult(executionId: string, message: string): Promise<string>;
+  /** Records a job's end in the given transaction (JobRepo.finish): undefined when it is no longer this worker's. */
+  finish: JobRepo['finish'];
   /** Called after a refresh committed a snapshot of the view (ON COMMIT views over it are then queued). */
   committed(datasetId: string): Promise<void>;
   /** Tests: runs just before the commit (throwing there is a crash mid-refresh). */
@@ -72,8 +74,7 @@ export class MaterializedViewRefresher {
 
   private async run(job: JobRow, stopReason: () => InterruptReason | undefined, started: (r: QueryRun) => void): Promise<JobOutcome> {
     const datasetId = job.refresh_of!;
-    const view = await this.deps.views.get(datasetId);
-    const dataset = view && (await this.deps.catalog.findDataset(datasetId));
+    const [view, dataset] = await Promise.all([this.deps.views.get(datasetId), this.deps.catalog.findDataset(datasetId)]);
     if (!view || !dataset) return { status: 'failed', error: { code: 'MATERIALIZED_VIEW_NOT_FOUND', message: 'The materialized view was dropped before its refresh ran' } };
     const label = `${dataset.workspace}.${dataset.collection}.${dataset.name}`;
     const fail = async (code: JobFailureCode, message: string): Promise<JobOutcome> => {
@@ -89,17 +90,22 @@ export class MaterializedViewRefresher {
     const parent = dataset.current_snapshot_id;
     // The sources' snapshots are leased for the refresh, so EXPIRE SNAPSHOTS cannot take them meanwhile (docs/lifecycle.md).
     const lease = { holder: `job:${job.execution_id}`, ttlMs: job.timeout_ms + 5 * 60_000 };
-    const releaseLease = () => this.deps.planner.releaseLeases(lease.holder).catch((error: unknown) => this.log.warn({ err: error, execution_id: job.execution_id }, 'could not release the leases of a refresh; they expire by themselves'));
+    // Not awaited: nothing waits for it (a lease left behind only keeps snapshots until it expires).
+    const releaseLease = () => void this.deps.planner.releaseLeases(lease.holder).catch((error: unknown) => this.log.warn({ err: error, execution_id: job.execution_id }, 'could not release the leases of a refresh; they expire by themselves'));
     const prepared = await this.deps.planner.prepare({ identity: view.owner, permissions: view.owner_permissions }, view.definition, {}, { withFiles: true, lease });
     if (!prepared.ok) {
-      await releaseLease();
+      releaseLease();
       return fail(prepared.error.code, `Refresh of ${label} failed (it runs with the grants of its owner ${view.owner}; the view keeps its last snapshot): ${prepared.error.message}`);
     }
     let local: string | undefined = await this.deps.blobs.tempPath('.parquet');
     let key: string | undefined;
+    let resultKey: string | undefined;
     try {
       const early = stopReason();
       if (early) return stopped(early);
+      // The snapshot's id is taken while the query runs, so the status line naming it is written beside the data.
+      const reservedId = this.deps.catalog.reserveSnapshotId();
+      reservedId.catch(() => undefined); // awaited below
       const run = this.deps.engine().run({ identity: view.owner, views: prepared.query.views, params: prepared.query.params, sql: prepared.query.sql, resultPath: local });
       started(run);
       const result = await run.done;
@@ -113,38 +119,49 @@ export class MaterializedViewRefresher {
         columns = result.columns.map((c) => ({ name: c.name, type: normalizeType(c.type) ?? c.type, nullable: true }));
         await this.deps.catalog.alterDataset(datasetId, { columns }, view.owner);
       }
-      const stats = await this.deps.statistics(local, columns);
-      const bytes = (await fs.stat(local)).size;
-      key = `lake/${dataset.workspace}/${dataset.collection}/${dataset.name}/${crypto.randomUUID()}.parquet`;
-      await this.deps.blobs.putFile(key, local);
-      local = undefined;
+      const snapshotId = await reservedId;
+      const file = local;
+      const storing = async () => {
+        const [stats, { size }] = await Promise.all([this.deps.statistics(file, columns), fs.stat(file)]);
+        key = `lake/${dataset.workspace}/${dataset.collection}/${dataset.name}/${crypto.randomUUID()}.parquet`;
+        await this.deps.blobs.putFile(key, file);
+        local = undefined;
+        return { path: key, row_count: result.rowCount, size_bytes: size, column_stats: stats };
+      };
+      const writing = async () => (resultKey = await this.deps.writeResult(job.execution_id, `Refreshed ${label}: snapshot ${snapshotId} with ${result.rowCount} rows`));
+      const [stored, written] = await Promise.allSettled([storing(), writing()]);
+      if (stored.status === 'rejected') throw stored.reason;
+      if (written.status === 'rejected') throw written.reason;
       await this.deps.beforeCommit?.(job);
-      const message = `refresh (${triggerOf(job)})`;
-      const snapshot = await this.deps.catalog.commitWith(
+      const outcome = { status: 'succeeded', result_key: written.value, result_bytes: 0, row_count: 1, columns: STATUS_COLUMNS } as const;
+      let recorded: FinishedColumns | undefined;
+      await this.deps.catalog.commitWith(
         {
           dataset: datasetId,
+          snapshotId,
           expectedParent: parent,
           operation: parent === null ? 'create' : 'overwrite',
           removeAllFiles: parent !== null,
           author: view.owner,
-          message,
-          addFiles: [{ path: key, row_count: result.rowCount, size_bytes: bytes, column_stats: stats }],
+          message: `refresh (${triggerOf(job)})`,
+          addFiles: [stored.value],
         },
         {
           before: async (trx) => {
             const row = await trx.selectFrom('jobs').select(['status', 'worker_id', 'cancel_requested']).where('execution_id', '=', job.execution_id).forUpdate().executeTakeFirst();
             if (!row || row.status !== 'running' || row.worker_id !== job.worker_id || row.cancel_requested) throw new NotOurs();
           },
+          // The view's record and the job's end are written with the snapshot: all three or none.
+          within: async (trx) => {
+            await this.deps.views.recordRefresh(datasetId, job.execution_id, { status: 'succeeded' }, trx);
+            recorded = await this.deps.finish(job.execution_id, job.worker_id!, outcome, trx);
+          },
         },
       );
       key = undefined; // the catalog names it now
-      const status = `Refreshed ${label}: snapshot ${snapshot.snapshot_id} with ${result.rowCount} rows`;
-      const [resultKey] = await Promise.all([
-        this.deps.writeResult(job.execution_id, status),
-        this.deps.views.recordRefresh(datasetId, job.execution_id, { status: 'succeeded' }),
-        this.deps.committed(datasetId).catch((error: unknown) => this.log.error({ err: error, dataset_id: datasetId }, 'could not queue the refreshes of views over a refreshed view')),
-      ]);
-      return { status: 'succeeded', result_key: resultKey, result_bytes: 0, row_count: 1, columns: STATUS_COLUMNS };
+      resultKey = undefined; // and the job
+      void this.deps.committed(datasetId).catch((error: unknown) => this.log.error({ err: error, dataset_id: datasetId }, 'could not queue the refreshes of views over a refreshed view'));
+      return { ...outcome, recorded };
     } catch (error) {
       if (error instanceof NotOurs) return stopped(stopReason() ?? 'cancelled');
       if (error instanceof SandboxInterruptedError) return stopped(stopReason() ?? (error.reason === 'too_large' ? 'timeout' : error.reason));
@@ -155,9 +172,11 @@ export class MaterializedViewRefresher {
       if (isAppError(error, 'DATASET_NOT_FOUND')) return { status: 'failed', error: { code: 'MATERIALIZED_VIEW_NOT_FOUND', message: `${label} was dropped while it was being refreshed` } };
       throw error;
     } finally {
-      await releaseLease();
+      releaseLease();
       if (local) await fs.rm(local, { force: true });
-      if (key) await this.deps.blobs.delete(key).catch((error: unknown) => this.log.warn({ err: error, key }, 'could not remove the file of a refresh that was not committed'));
+      for (const leftover of [key, resultKey]) {
+        if (leftover) await this.deps.blobs.delete(leftover).catch((error: unknown) => this.log.warn({ err: error, key: leftover }, 'could not remove a file of a refresh that was not committed'));
+      }
     }
   }
 }

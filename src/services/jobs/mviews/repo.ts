@@ -1,5 +1,6 @@
 import { sql, type Selectable } from 'kysely';
 import type { Db, MaterializedViewsTable, PermissionPair, RefreshMode } from '../../../core/db/index.ts';
+import type { Executor } from '../../../core/catalog/index.ts';
 import type { JobRepo, JobRow, NewJob } from '../repo.ts';
 
 export type MaterializedViewRow = Selectable<MaterializedViewsTable>;
@@ -111,8 +112,8 @@ export class MaterializedViewRepo {
   }
 
   /** Records how a refresh ended (a failed one leaves the view's snapshot as it was). */
-  async recordRefresh(datasetId: string, executionId: string, outcome: { status: 'succeeded' | 'failed'; error?: string }): Promise<void> {
-    await this.db.kysely
+  async recordRefresh(datasetId: string, executionId: string, outcome: { status: 'succeeded' | 'failed'; error?: string }, executor: Executor = this.db.kysely): Promise<void> {
+    await executor
       .updateTable('materialized_views')
       .set({ last_refresh_at: sql<Date>`now()`, last_refresh_job: executionId, last_refresh_status: outcome.status, last_refresh_error: outcome.error ?? null })
       .where('dataset_id', '=', datasetId)

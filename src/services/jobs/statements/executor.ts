@@ -1,14 +1,15 @@
-import { formatPattern, type Authorizer, type Principal, type Resource } from '../../../core/authz/index.ts';
+import { formatPattern, type Authorizer, type Principal } from '../../../core/authz/index.ts';
 import type { Catalog, Dataset, SnapshotSelector } from '../../../core/catalog/index.ts';
 import type { WorkspaceDirectory } from '../../accounts/index.ts';
 import type { PolicyChange, PolicyPlanner, PolicyRow } from '../../policy/index.ts';
 import type { ParamValue } from '../types.ts';
-import { AppError, isAppError, type ErrorCode } from '../../../core/errors/index.ts';
+import { isAppError, type ErrorCode } from '../../../core/errors/index.ts';
 import { StatementError, statementError, type Span } from './errors.ts';
-import type { AlterDatasetCompact, AlterDatasetSort, AlterWorkspace, CommentOn, CreateSecret, CreateTag, CreateView, DatasetName, DropTag, DropView, GrantStatement, LakeportStatement, Located, WorkspaceProperty } from './parser.ts';
+import type { AlterDatasetCompact, AlterDatasetSort, AlterWorkspace, CommentOn, CreateSecret, CreateTag, CreateView, DropTag, DropView, GrantStatement, LakeportStatement, WorkspaceProperty } from './parser.ts';
 import type { ViewDescriber } from '../views.ts';
 import type { StatementOutcome } from './outcome.ts';
 import type { ColumnDef } from '../../../core/db/index.ts';
+import { at, DatasetAccess, labelOf } from './access.ts';
 import { LifecycleStatements } from './lifecycle.ts';
 import { MaterializedViewStatements } from './materialized-views.ts';
 
@@ -17,7 +18,8 @@ import type { QueryPlanner } from '../planner.ts';
 import type { MaterializedViews } from '../mviews/service.ts';
 import type { Compactor } from '../../upload/index.ts';
 import type { SecretStore } from './secret-store.ts';
-import { checkSecretShape, checkSecretValues, type HostResolver } from './secret-types.ts';
+import type { HostResolver } from '../../../core/net/index.ts';
+import { checkSecretShape, checkSecretValues } from './secret-types.ts';
 
 export interface ExecutorDeps {
   authz: Authorizer;
@@ -38,7 +40,6 @@ export interface ExecutorDeps {
 /** Planner refusals a CREATE VIEW answers with their own code; the others are INVALID_VIEW_DEFINITION. */
 const VIEW_PLAN_CODES = new Set<ErrorCode>(['DATASET_NOT_FOUND', 'VIEW_SOURCE_NOT_READABLE', 'VIEW_CYCLE', 'UNSUPPORTED_PARAMETER', 'TABLE_FUNCTION_NOT_ALLOWED', 'MULTIPLE_STATEMENTS', 'SYNTAX_ERROR']);
 
-const labelOf = (ref: DatasetName) => `${ref.workspace}.${ref.collection}.${ref.dataset}`;
 const KIND_WORDS: Record<string, string> = { table: 'a table', view: 'a view', materialized_view: 'a materialized view', external: 'an external dataset' };
 
 
@@ -53,11 +54,13 @@ const KIND_WORDS: Record<string, string> = { table: 'a table', view: 'a view', m
  */
 export class StatementExecutor {
   private readonly lifecycle: LifecycleStatements;
+  private readonly access: DatasetAccess;
   private readonly materializedViews: MaterializedViewStatements;
 
   constructor(private readonly deps: ExecutorDeps) {
-    this.lifecycle = new LifecycleStatements(deps);
-    this.materializedViews = new MaterializedViewStatements(deps, (span, fn) => this.at(span, fn));
+    this.access = new DatasetAccess(deps);
+    this.lifecycle = new LifecycleStatements(deps, this.access);
+    this.materializedViews = new MaterializedViewStatements(deps, this.access);
   }
 
   async execute(caller: Principal, statement: LakeportStatement, parameters: Record<string, ParamValue>, options: { dryRun: boolean }): Promise<StatementOutcome> {
@@ -103,18 +106,6 @@ export class StatementExecutor {
 
   // ── shared ──
 
-  /** Runs `fn`; an error of another service below 500 gains a span (`span`, or the one it names for the error's code). */
-  private async at<T>(span: Span | ((code: ErrorCode) => Span), fn: () => Promise<T>): Promise<T> {
-    try {
-      return await fn();
-    } catch (error) {
-      if (error instanceof AppError && error.status < 500) {
-        throw new StatementError(error, typeof span === 'function' ? span(error.code) : span);
-      }
-      throw error;
-    }
-  }
-
   private async requireNamespace(workspace: string, span: Span) {
     const namespace = await this.deps.catalog.findNamespace(workspace);
     if (!namespace) throw statementError('WORKSPACE_NOT_FOUND', `Workspace '${workspace}' does not exist`, span);
@@ -131,7 +122,7 @@ export class StatementExecutor {
 
     // Owner on the whole workspace (ws.*) is what "ALTER on the workspace" means here; core/authz
     // answers 409 WORKSPACE_DELETED for a soft-deleted one (here and below, placed by `at`).
-    if (!(await this.at(s.workspace, () => this.deps.authz.can(caller, 'owner', { workspace })))) {
+    if (!(await at(s.workspace, () => this.deps.authz.can(caller, 'owner', { workspace })))) {
       throw statementError(
         'PERMISSION_DENIED',
         `You lack permission to manage secrets in workspace '${workspace}': CREATE SECRET needs the owner role on ${workspace}.*`,
@@ -211,11 +202,11 @@ export class StatementExecutor {
   }
 
   private plan(caller: Principal, s: GrantStatement, change: PolicyChange) {
-    return this.at(StatementExecutor.grantSpan(s), () => this.deps.policies.plan(caller, s.pattern.value.workspace, change));
+    return at(StatementExecutor.grantSpan(s), () => this.deps.policies.plan(caller, s.pattern.value.workspace, change));
   }
 
   private applyChange(caller: Principal, s: GrantStatement, change: PolicyChange) {
-    return this.at(StatementExecutor.grantSpan(s), () => this.deps.policies.execute(caller, s.pattern.value.workspace, change));
+    return at(StatementExecutor.grantSpan(s), () => this.deps.policies.execute(caller, s.pattern.value.workspace, change));
   }
 
   private async grant(caller: Principal, s: GrantStatement, dryRun: boolean): Promise<StatementOutcome> {
@@ -249,14 +240,8 @@ export class StatementExecutor {
 
   /** The dataset, for a caller who may write it: unreadable ones look missing, readable-only ones are 403. */
   private async writableDataset(caller: Principal, s: { dataset: CreateTag['dataset'] }): Promise<Dataset> {
-    const ref = s.dataset.value;
-    const label = `${ref.workspace}.${ref.collection}.${ref.dataset}`;
-    const resource: Resource = { workspace: ref.workspace, collection: ref.collection, dataset: ref.dataset };
-    const dataset = await this.deps.catalog.findDataset(ref);
-    if (!dataset || !(await this.at(s.dataset, () => this.deps.authz.can(caller, 'reader', resource)))) {
-      throw statementError('DATASET_NOT_FOUND', `Dataset ${label} does not exist, or you may not read it`, s.dataset);
-    }
-    await this.at(s.dataset, () => this.deps.authz.require(caller, 'writer', resource));
+    const label = labelOf(s.dataset.value);
+    const dataset = (await this.access.writable(caller, s.dataset))!;
     if (dataset.kind === 'external') {
       throw statementError('VERSIONING_NOT_SUPPORTED', `Dataset ${label} is listed from an external catalog; it has no snapshots to tag`, s.dataset);
     }
@@ -274,14 +259,14 @@ export class StatementExecutor {
         ? { kind: 'id', snapshotId: s.version.value.snapshotId }
         : { kind: 'tag', name: s.version.value.name }
       : { kind: 'current' };
-    const snapshot = await this.at(s.version ?? s.dataset, () => this.deps.catalog.resolveSnapshot(dataset.dataset_id, selector));
+    const snapshot = await at(s.version ?? s.dataset, () => this.deps.catalog.resolveSnapshot(dataset.dataset_id, selector));
     if (dryRun) {
       const tags = await this.deps.catalog.listTags(dataset.dataset_id);
       const existing = tags.find((t) => t.name === s.name.value);
       if (existing) throw statementError('TAG_EXISTS', `Tag '${existing.name}' already exists (snapshot ${existing.snapshot_id})`, s.name);
       return { message: `Would create tag ${s.name.value} on ${label} at snapshot ${snapshot.snapshot_id}` };
     }
-    const tag = await this.at(s.name, () => this.deps.catalog.createTag(dataset.dataset_id, s.name.value, snapshot.snapshot_id, caller.identity));
+    const tag = await at(s.name, () => this.deps.catalog.createTag(dataset.dataset_id, s.name.value, snapshot.snapshot_id, caller.identity));
     return { message: `Tag ${tag.name} created on ${label} at snapshot ${tag.snapshot_id}` };
   }
 
@@ -302,7 +287,7 @@ export class StatementExecutor {
       return { message: `Would drop tag ${tag.name} from ${label} (it names snapshot ${tag.snapshot_id})` };
     }
     try {
-      const tag = await this.at(s.name, () => this.deps.catalog.deleteTag(dataset.dataset_id, s.name.value));
+      const tag = await at(s.name, () => this.deps.catalog.deleteTag(dataset.dataset_id, s.name.value));
       return { message: `Tag ${tag.name} dropped from ${label} (it named snapshot ${tag.snapshot_id})` };
     } catch (error) {
       if (s.ifExists && error instanceof StatementError && isAppError(error.http, 'TAG_NOT_FOUND')) return missing;
@@ -315,35 +300,22 @@ export class StatementExecutor {
   private async alterWorkspace(caller: Principal, s: AlterWorkspace, dryRun: boolean): Promise<StatementOutcome> {
     const workspace = s.workspace.value;
     const property = s.property.value;
-    if (!(await this.at(s.workspace, () => this.deps.authz.can(caller, 'owner', { workspace })))) {
+    if (!(await at(s.workspace, () => this.deps.authz.can(caller, 'owner', { workspace })))) {
       throw statementError('PERMISSION_DENIED', `Only an owner of the whole workspace (${workspace}.*) may change its ${property}`, s.workspace);
     }
     await this.requireNamespace(workspace, s.workspace);
     const state = s.value.value ? 'ON' : 'OFF';
     const effect = PROPERTY_EFFECTS[property][s.value.value ? 1 : 0];
     if (dryRun) return { message: `Would set ${property} of workspace ${workspace} ${state}` };
-    await this.at(s.span, () => this.deps.catalog.setNamespaceProperties(workspace, { [property]: s.value.value }));
+    await at(s.span, () => this.deps.catalog.setNamespaceProperties(workspace, { [property]: s.value.value }));
     return { message: `Workspace ${workspace}: ${property} is ${state} (${effect})` };
   }
   // ── views (docs/views.md) ──
 
-  /** The dataset for a writer: unreadable ones look missing (404), readable-only ones are 403; undefined when missing and `ifExists`. */
-  private async datasetToWrite(caller: Principal, name: Located<DatasetName>, what: string, ifExists = false): Promise<Dataset | undefined> {
-    const ref = name.value;
-    const resource: Resource = { workspace: ref.workspace, collection: ref.collection, dataset: ref.dataset };
-    const dataset = await this.deps.catalog.findDataset(ref);
-    if (!dataset || !(await this.at(name, () => this.deps.authz.can(caller, 'reader', resource)))) {
-      if (ifExists) return undefined;
-      throw statementError('DATASET_NOT_FOUND', `${what} ${labelOf(ref)} does not exist, or you may not read it`, name);
-    }
-    await this.at(name, () => this.deps.authz.require(caller, 'writer', resource));
-    return dataset;
-  }
-
   private async createView(caller: Principal, s: CreateView, dryRun: boolean): Promise<StatementOutcome> {
     const ref = s.name.value;
     const label = labelOf(ref);
-    if (!(await this.at(s.name, () => this.deps.authz.can(caller, 'writer', { workspace: ref.workspace, collection: ref.collection, dataset: ref.dataset })))) {
+    if (!(await at(s.name, () => this.deps.authz.can(caller, 'writer', { workspace: ref.workspace, collection: ref.collection, dataset: ref.dataset })))) {
       throw statementError('PERMISSION_DENIED', `You may not create ${label}: CREATE VIEW needs the writer role on ${label}`, s.name);
     }
     await this.requireNamespace(ref.workspace, s.name);
@@ -381,12 +353,12 @@ export class StatementExecutor {
     const description = s.comment?.value ?? null;
     const llm = s.comment ? false : null;
     if (existing) {
-      await this.at(s.name, () =>
+      await at(s.name, () =>
         this.deps.catalog.alterDataset(existing.dataset_id, { columns, description, properties: { view, llm_described: llm } }, caller.identity, { expectedDefinitionVersion: existing.definition_version }),
       );
       return { message: `View ${label} replaced (${columns.length} column${columns.length === 1 ? '' : 's'}; ${reads})` };
     }
-    await this.at(s.name, () =>
+    await at(s.name, () =>
       this.deps.catalog.createDataset(ref, { kind: 'view', columns, description, properties: { view, ...(s.comment ? { llm_described: false } : {}) } }, caller.identity),
     );
     return { message: `View ${label} created (${columns.length} column${columns.length === 1 ? '' : 's'}; ${reads})` };
@@ -394,7 +366,7 @@ export class StatementExecutor {
 
   private async dropView(caller: Principal, s: DropView, dryRun: boolean): Promise<StatementOutcome> {
     const label = labelOf(s.name.value);
-    const dataset = await this.datasetToWrite(caller, s.name, 'View', s.ifExists);
+    const dataset = await this.access.writable(caller, s.name, { what: 'View', ifExists: s.ifExists });
     if (!dataset) return { message: `View ${label} does not exist; nothing dropped` };
     if (dataset.kind !== 'view') {
       const use = (dataset.kind as string) === 'materialized_view' ? 'DROP MATERIALIZED VIEW' : 'DROP DATASET';
@@ -405,7 +377,7 @@ export class StatementExecutor {
       if (namespace.guards.drop_protection) throw statementError('GUARDED', `Workspace '${dataset.workspace}' refuses dropping datasets and views (drop_protection)`, s.span);
       return { message: `Would drop view ${label}` };
     }
-    await this.at(s.span, () => this.deps.catalog.dropDataset(dataset.dataset_id));
+    await at(s.span, () => this.deps.catalog.dropDataset(dataset.dataset_id));
     return { message: `View ${label} dropped` };
   }
 
@@ -413,7 +385,7 @@ export class StatementExecutor {
 
   private async commentOn(caller: Principal, s: CommentOn, dryRun: boolean): Promise<StatementOutcome> {
     const target = s.target.value;
-    const dataset = (await this.datasetToWrite(caller, s.dataset, target === 'view' ? 'View' : target === 'materialized_view' ? 'Materialized view' : 'Dataset'))!;
+    const dataset = (await this.access.writable(caller, s.dataset, { what: target === 'view' ? 'View' : target === 'materialized_view' ? 'Materialized view' : 'Dataset' }))!;
     const label = labelOf(s.dataset.value);
     if ((target === 'view' || target === 'materialized_view') && dataset.kind !== target) {
       throw statementError('WRONG_OBJECT_KIND', `${label} is ${KIND_WORDS[dataset.kind] ?? dataset.kind}: write COMMENT ON DATASET (or the kind it is)`, s.target);
@@ -442,14 +414,14 @@ export class StatementExecutor {
     }
     const done = text === null ? 'removed' : 'set';
     if (dryRun) return { message: `Would ${text === null ? 'remove' : 'set'} the description of ${what}${by}` };
-    await this.at(s.span, () => this.deps.catalog.alterDataset(dataset.dataset_id, patch, caller.identity, { expectedDefinitionVersion: dataset.definition_version }));
+    await at(s.span, () => this.deps.catalog.alterDataset(dataset.dataset_id, patch, caller.identity, { expectedDefinitionVersion: dataset.definition_version }));
     return { message: `Description of ${what} ${done}${by}` };
   }
 
   // ── ALTER DATASET ── (ROLLBACK, EXPIRE SNAPSHOTS and COMPACT are other actions of the same statement)
 
   private async alterDatasetSort(caller: Principal, s: AlterDatasetSort, dryRun: boolean): Promise<StatementOutcome> {
-    const dataset = (await this.datasetToWrite(caller, s.dataset, 'Dataset'))!;
+    const dataset = (await this.access.writable(caller, s.dataset))!;
     const label = labelOf(s.dataset.value);
     if (dataset.kind === 'view' || dataset.kind === 'external') {
       throw statementError('WRONG_OBJECT_KIND', `${label} is ${KIND_WORDS[dataset.kind]}: it keeps no rows of its own, so it has no sort order (sort a view's rows with ORDER BY)`, s.dataset);
@@ -464,7 +436,7 @@ export class StatementExecutor {
     }
     const described = sortOrder ? sortOrder.map((k) => `${k.column} ${k.direction.toUpperCase()}`).join(', ') : '';
     if (dryRun) return { message: sortOrder ? `Would declare ${label} sorted by ${described}` : `Would remove the sort order of ${label}` };
-    await this.at(s.span, () => this.deps.catalog.alterDataset(dataset.dataset_id, { properties: { sort_order: sortOrder } }, caller.identity, { expectedDefinitionVersion: dataset.definition_version }));
+    await at(s.span, () => this.deps.catalog.alterDataset(dataset.dataset_id, { properties: { sort_order: sortOrder } }, caller.identity, { expectedDefinitionVersion: dataset.definition_version }));
     return { message: sortOrder ? `${label} is declared sorted by ${described}` : `${label} has no declared sort order` };
   }
 
@@ -485,7 +457,7 @@ export class StatementExecutor {
       if (!plan.groups.some((g) => g.length > 1)) return { message: `Nothing to compact in ${label}: ${plan.files.length} file(s), none to merge` };
       return { message: `Would compact ${label}: ${run} of its ${plan.files.length} files into ${plan.outputs}` };
     }
-    const r = await this.at(s.action, () => compactor.compact(dataset.dataset_id, caller.identity));
+    const r = await at(s.action, () => compactor.compact(dataset.dataset_id, caller.identity));
     if (r.status === 'nothing_to_compact') return { message: `Nothing to compact in ${label}: ${r.filesBefore} file(s), none to merge` };
     const folded = r.foldedCommits > 0 ? `, with ${r.foldedCommits} commit(s) that landed meanwhile` : '';
     return {

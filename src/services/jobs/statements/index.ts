@@ -17,12 +17,12 @@ import { isLakeportText, parseStatement, redactedSecretText, type LakeportStatem
 import { SecretStore } from './secret-store.ts';
 import type { QueryPlanner } from '../planner.ts';
 import type { MaterializedViews } from '../mviews/service.ts';
-import { systemResolver, type HostResolver } from './secret-types.ts';
+import { systemResolver, type HostResolver } from '../../../core/net/index.ts';
 import type { ViewDescriber } from '../views.ts';
 
 export { SecretStore } from './secret-store.ts';
 export { isLakeportText, parseStatement, redactedSecretText } from './parser.ts';
-export type { HostResolver } from './secret-types.ts';
+export type { HostResolver } from '../../../core/net/index.ts';
 
 /** What app.ts hands the job service for Lakeport's own statements. */
 export interface StatementOptions {

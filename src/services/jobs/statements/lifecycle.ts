@@ -1,8 +1,9 @@
-import type { Authorizer, Principal, Resource, Role } from '../../../core/authz/index.ts';
+import type { Authorizer, Principal, Role } from '../../../core/authz/index.ts';
 import type { Catalog, Dataset, SnapshotSelector } from '../../../core/catalog/index.ts';
-import { AppError, type ErrorCode } from '../../../core/errors/index.ts';
+import type { ErrorCode } from '../../../core/errors/index.ts';
 import type { WorkspaceDirectory } from '../../accounts/index.ts';
-import { StatementError, statementError, type Span } from './errors.ts';
+import { at, labelOf, resourceOf, type DatasetAccess } from './access.ts';
+import { statementError, type Span } from './errors.ts';
 import type { AlterDatasetExpire, AlterDatasetRollback, DatasetName, DropDataset, Located, UndropDataset } from './parser.ts';
 
 export interface LifecycleStatementDeps {
@@ -19,11 +20,14 @@ export interface LifecycleStatementDeps {
  * read looks missing (404); a readable one without the role is 403.
  */
 export class LifecycleStatements {
-  constructor(private readonly deps: LifecycleStatementDeps) {}
+  constructor(
+    private readonly deps: LifecycleStatementDeps,
+    private readonly access: DatasetAccess,
+  ) {}
 
   async dropDataset(caller: Principal, s: DropDataset, dryRun: boolean) {
     const label = labelOf(s.dataset.value);
-    const dataset = await this.find(caller, s.dataset);
+    const dataset = await this.access.readable(caller, s.dataset);
     if (!dataset) {
       if (s.ifExists) return { message: `Dataset ${label} does not exist; nothing dropped` };
       throw notFound(label, s.dataset);
@@ -91,13 +95,6 @@ export class LifecycleStatements {
 
   // ── shared ──
 
-  /** The live dataset, when the caller may read it; undefined when it does not exist or is unreadable. */
-  private async find(caller: Principal, name: Located<DatasetName>): Promise<Dataset | undefined> {
-    const dataset = await this.deps.catalog.findDataset(name.value);
-    if (!dataset || !(await at(name, () => this.deps.authz.can(caller, 'reader', resourceOf(name.value))))) return undefined;
-    return dataset;
-  }
-
   private async require(caller: Principal, name: Located<DatasetName>, role: Role, what: string): Promise<void> {
     if (!(await at(name, () => this.deps.authz.can(caller, role, resourceOf(name.value))))) {
       throw statementError('PERMISSION_DENIED', `${what} needs the ${role} role on ${labelOf(name.value)}`, name);
@@ -107,7 +104,7 @@ export class LifecycleStatements {
   /** A dataset with snapshots (a table or a materialized view) the caller holds `role` on. */
   private async versioned(caller: Principal, name: Located<DatasetName>, role: Role, what: string): Promise<Dataset> {
     const label = labelOf(name.value);
-    const dataset = await this.find(caller, name);
+    const dataset = await this.access.readable(caller, name);
     if (!dataset) throw notFound(label, name);
     await this.require(caller, name, role, what);
     if (dataset.kind === 'external') throw statementError('VERSIONING_NOT_SUPPORTED', `Dataset ${label} is listed from an external catalog; it has no snapshots`, name);
@@ -116,22 +113,6 @@ export class LifecycleStatements {
   }
 }
 
-const labelOf = (n: DatasetName) => `${n.workspace}.${n.collection}.${n.dataset}`;
-const resourceOf = (n: DatasetName): Resource => ({ workspace: n.workspace, collection: n.collection, dataset: n.dataset });
 const notFound = (label: string, span: Span) => statementError('DATASET_NOT_FOUND', `Dataset ${label} does not exist, or you may not read it`, span);
 const hours = (ms: number) => (ms % 86_400_000 === 0 ? `${ms / 86_400_000} day(s)` : `${Math.round((ms / 3_600_000) * 100) / 100} hour(s)`);
 const minutes = (ms: number) => (ms >= 60_000 ? `${Math.round(ms / 60_000)} minute(s)` : `${Math.round(ms / 1000)} second(s)`);
-
-/** Runs `fn`; an error of another service below 500 gains a span. */
-async function at<T>(span: Span | ((code: ErrorCode) => Span), fn: () => Promise<T>): Promise<T> {
-  try {
-    return await fn();
-  } catch (error) {
-    if (error instanceof AppError && error.status < 500 && !(error instanceof StatementError)) {
-      throw new StatementError(error, typeof span === 'function' ? span(error.code) : span);
-    }
-    throw error;
-  }
-}
-
-

@@ -8,6 +8,7 @@ import type { Authorizer } from '../../../core/authz/index.ts';
 import type { Catalog } from '../../../core/catalog/index.ts';
 import type { MaterializedViews } from '../mviews/service.ts';
 import type { QueryPlanner } from '../planner.ts';
+import { at, type DatasetAccess } from './access.ts';
 import type { StatementOutcome } from './outcome.ts';
 import type { CreateMaterializedView, DropMaterializedView, RefreshMaterializedView, RefreshPolicy } from './parser.ts';
 
@@ -52,26 +53,21 @@ export interface MaterializedViewStatementDeps {
 export class MaterializedViewStatements {
   constructor(
     private readonly deps: MaterializedViewStatementDeps,
-    private readonly at: <T>(span: Span, fn: () => Promise<T>) => Promise<T>,
+    private readonly access: DatasetAccess,
   ) {}
 
   /** A materialized view the caller may read (else 404, as if missing), of the right kind, that the caller may write. */
-  private async writableView(caller: Principal, name: CreateMaterializedView['name'], ifExists = false): Promise<Dataset | undefined> {
-    const ref = name.value;
-    const dataset = await this.deps.catalog.findDataset(ref);
-    if (!dataset || !(await this.at(name, () => this.deps.authz.can(caller, 'reader', ref)))) {
-      if (ifExists) return undefined;
-      throw statementError('DATASET_NOT_FOUND', `Materialized view ${label(ref)} does not exist, or you may not read it`, name);
-    }
-    if (dataset.kind !== 'materialized_view') throw statementError('WRONG_OBJECT_KIND', `${label(ref)} is a ${dataset.kind}, not a materialized view`, name);
-    await this.at(name, () => this.deps.authz.require(caller, 'writer', ref));
-    return dataset;
+  private writableView(caller: Principal, name: CreateMaterializedView['name'], ifExists = false): Promise<Dataset | undefined> {
+    const check = (dataset: Dataset) => {
+      if (dataset.kind !== 'materialized_view') throw statementError('WRONG_OBJECT_KIND', `${label(name.value)} is a ${dataset.kind}, not a materialized view`, name);
+    };
+    return this.access.writable(caller, name, { what: 'Materialized view', ifExists, check });
   }
 
   async create(caller: Principal, s: CreateMaterializedView, dryRun: boolean): Promise<StatementOutcome> {
     const ref = s.name.value;
     const name = label(ref);
-    if (!(await this.at(s.name, () => this.deps.authz.can(caller, 'writer', ref)))) {
+    if (!(await at(s.name, () => this.deps.authz.can(caller, 'writer', ref)))) {
       throw statementError('PERMISSION_DENIED', `You may not create ${name}: CREATE MATERIALIZED VIEW needs the writer role on it`, s.name);
     }
     if (!(await this.deps.catalog.findNamespace(ref.workspace))) throw statementError('WORKSPACE_NOT_FOUND', `Workspace '${ref.workspace}' does not exist`, s.name);
@@ -117,8 +113,8 @@ export class MaterializedViewStatements {
       return { message: `Would ${existing ? 'replace' : 'create'} materialized view ${name} (${columns.map((c) => c.name).join(', ')}) over ${sources.join(', ')}, refreshed ${describeRefresh(policy)}` };
     }
     const dataset = existing
-      ? await this.at(s.name, () => this.deps.catalog.alterDataset(existing.dataset_id, { columns, description: s.comment?.value ?? null, properties }, caller.identity))
-      : await this.at(s.name, () => this.deps.catalog.createDataset(ref, { kind: 'materialized_view', columns, description: s.comment?.value ?? null, properties }, caller.identity));
+      ? await at(s.name, () => this.deps.catalog.alterDataset(existing.dataset_id, { columns, description: s.comment?.value ?? null, properties }, caller.identity))
+      : await at(s.name, () => this.deps.catalog.createDataset(ref, { kind: 'materialized_view', columns, description: s.comment?.value ?? null, properties }, caller.identity));
     await this.deps.materializedViews.repo.put({
       dataset_id: dataset.dataset_id,
       definition: s.select.value,
@@ -158,7 +154,7 @@ export class MaterializedViewStatements {
     // Its refresh in progress is cancelled first: a refresh checks that before it commits. The drop is
     // soft (docs/lifecycle.md): UNDROP DATASET brings the view back with its definition and schedule.
     await this.deps.materializedViews.repo.cancelRefreshes(dataset.dataset_id);
-    await this.at(s.span, () => this.deps.catalog.dropDataset(dataset.dataset_id, caller.identity));
+    await at(s.span, () => this.deps.catalog.dropDataset(dataset.dataset_id, caller.identity));
     return { message: `Materialized view ${name} dropped; UNDROP DATASET ${name} restores it within the undrop window` };
   }
 }

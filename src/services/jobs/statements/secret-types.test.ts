@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { StatementError } from './errors.ts';
 import { parseStatement, type CreateSecret } from './parser.ts';
-import { checkSecretShape, checkSecretValues, isPublicAddress, type HostResolver } from './secret-types.ts';
+import { isPublicAddress, type HostResolver } from '../../../core/net/index.ts';
+import { checkSecretShape, checkSecretValues } from './secret-types.ts';
 import { resolveValues } from './executor.ts';
 import { serviceAccountKey } from '../../../../test/secret-fixtures.ts';
 

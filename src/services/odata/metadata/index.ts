@@ -3,6 +3,6 @@ export { buildMetadataDocument, CONTAINER_NAME, SCHEMA_NAMESPACE } from './docum
 export { edmType, lakeportType, type EdmType } from './edm-types.ts';
 export { entitySetName, entitySetNames, findEntitySet, isSimpleIdentifier, propertyNames, ROW_ID, type PropertyNames } from './names.ts';
 export { llmsTxt, tokenUrlFor } from './llms.ts';
-export { isLogicalView, servedByOData, supportsVersions } from './properties.ts';
+export { isExternalStub, isLogicalView, supportsVersions } from './properties.ts';
 export { buildServiceDocument, type ServiceDocument, type ServiceDocumentEntry } from './service-document.ts';
 export { columnStatistics, coveringCidr, type ColumnStatistics } from './stats.ts';

@@ -1,14 +1,20 @@
 import type { Dataset } from '../../../core/catalog/index.ts';
 
+export { sortOrder, type SortKey } from '../../../core/catalog/index.ts';
+
 /**
  * What $metadata reads from a dataset's free-form `properties` (keys documented in
  * docs/odata-metadata.md). A key of the wrong shape is ignored, never an error: $metadata must
  * always render.
  */
 
-/** OData lists tables, materialized views and logical views (not external stubs): in the service document and $metadata. */
-export function servedByOData(dataset: Pick<Dataset, 'kind'>): boolean {
-  return dataset.kind !== 'external';
+/**
+ * A stub listed from a workspace's external catalog (docs/catalog-bindings.md): the service document
+ * and the service-wide $metadata list it (no columns are known), but its rows and its own $metadata
+ * are 400 DATASET_NOT_VERSIONED — its data stays in its catalog.
+ */
+export function isExternalStub(dataset: Pick<Dataset, 'kind'>): boolean {
+  return dataset.kind === 'external';
 }
 
 /**
@@ -22,38 +28,6 @@ export function supportsVersions(dataset: Pick<Dataset, 'kind'>): boolean {
 /** A logical view: SQL only, no snapshots (a materialized view is kind 'materialized_view'). */
 export function isLogicalView(dataset: Pick<Dataset, 'kind'>): boolean {
   return dataset.kind === 'view';
-}
-
-export interface SortKey {
-  column: string;
-  direction: 'asc' | 'desc';
-}
-
-/** `properties.sort_order`: `[{column, direction?}]` or `["col", "col desc"]`; entries naming no column are dropped. */
-export function sortOrder(properties: Record<string, unknown>, columns: readonly string[]): SortKey[] {
-  const raw = properties.sort_order;
-  if (!Array.isArray(raw)) return [];
-  return raw.flatMap((entry) => {
-    const key = sortKey(entry);
-    const column = key && columns.find((name) => name.toLowerCase() === key.column.toLowerCase());
-    return key && column ? [{ column, direction: key.direction }] : [];
-  });
-}
-
-function sortKey(entry: unknown): SortKey | undefined {
-  if (typeof entry === 'string') {
-    const match = /^\s*(.+?)(?:\s+(asc|desc))?\s*$/i.exec(entry);
-    return match ? { column: match[1], direction: direction(match[2]) } : undefined;
-  }
-  if (typeof entry !== 'object' || entry === null) return undefined;
-  const { column, direction: dir } = entry as Record<string, unknown>;
-  if (typeof column !== 'string' || (dir !== undefined && typeof dir !== 'string')) return undefined;
-  if (dir !== undefined && !/^(asc|desc)$/i.test(dir)) return undefined;
-  return { column, direction: direction(dir) };
-}
-
-function direction(raw: string | undefined): 'asc' | 'desc' {
-  return raw?.toLowerCase() === 'desc' ? 'desc' : 'asc';
 }
 
 /** `properties.llm_described`: true when a language model wrote the descriptions. */

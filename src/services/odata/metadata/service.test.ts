@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { buildMetadataDocument } from './document.ts';
 import { llmsTxt, tokenUrlFor } from './llms.ts';
-import { servedByOData, supportsVersions } from './properties.ts';
+import { isExternalStub, supportsVersions } from './properties.ts';
 import { buildServiceDocument } from './service-document.ts';
 import { dataset, version } from './test-data.ts';
 import { readEdmx } from './test-xml.ts';
@@ -69,11 +69,11 @@ describe('llmsTxt', () => {
 });
 
 describe('supportsVersions', () => {
-  it('is true for tables, false for logical views (no snapshots) and external datasets; OData lists views all the same', () => {
+  it('is true for tables, false for logical views (no snapshots) and external stubs', () => {
     expect(supportsVersions({ kind: 'table' })).toBe(true);
     expect(supportsVersions({ kind: 'view' })).toBe(false);
-    expect(servedByOData({ kind: 'view' })).toBe(true);
-    expect(servedByOData({ kind: 'external' })).toBe(false);
+    expect(isExternalStub({ kind: 'view' })).toBe(false);
+    expect(isExternalStub({ kind: 'external' })).toBe(true);
     expect(supportsVersions({ kind: 'external' })).toBe(false);
     expect([dataset(), dataset({ kind: 'external' })].filter(supportsVersions)).toHaveLength(1);
   });
