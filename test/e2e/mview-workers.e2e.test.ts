@@ -70,8 +70,13 @@ describe.runIf(process.env.DATABASE_URL)('materialized views with two worker pro
       "CREATE MATERIALIZED VIEW sales.agg.contended REFRESH EVERY '1 second' AS " +
         'SELECT region, sum(amount) AS total, (SELECT count(*) FROM range(30000000) t(i) WHERE i % 7 = 1) AS pad FROM sales.raw.lines GROUP BY region',
     );
-    // The schedule alone for a while, then REFRESH requests on top of it.
-    await new Promise((r) => setTimeout(r, 3_000));
+    // The schedule alone until it has committed a refresh (at least 3 s), then REFRESH requests on top of it.
+    const db = new pg.Client({ connectionString: server.databaseUrl });
+    await db.connect();
+    const { rows: [view] } = await db.query("SELECT dataset_id FROM catalog_datasets WHERE workspace = 'sales' AND collection = 'agg' AND name = 'contended'");
+    const started = Date.now();
+    const scheduled = async () => (await db.query("SELECT 1 FROM catalog_snapshots WHERE dataset_id = $1 AND message = 'refresh (schedule)'", [view.dataset_id])).rowCount! > 0;
+    while (Date.now() - started < 3_000 || (Date.now() - started < 60_000 && !(await scheduled()))) await new Promise((r) => setTimeout(r, 200));
     const asked = new Set<string>();
     const deadline = Date.now() + 4_000;
     while (Date.now() < deadline) {
@@ -80,10 +85,7 @@ describe.runIf(process.env.DATABASE_URL)('materialized views with two worker pro
       await new Promise((r) => setTimeout(r, 100));
     }
 
-    const db = new pg.Client({ connectionString: server.databaseUrl });
-    await db.connect();
     try {
-      const { rows: [view] } = await db.query("SELECT dataset_id FROM catalog_datasets WHERE workspace = 'sales' AND collection = 'agg' AND name = 'contended'");
       // Stop the schedule, then wait for the refresh in progress (if any) to end.
       await db.query("UPDATE materialized_views SET refresh_mode = 'manual', refresh_every_ms = NULL, next_refresh_at = NULL WHERE dataset_id = $1", [view.dataset_id]);
       let jobs: { execution_id: string; status: string; worker_id: string | null; started_at: Date | null; finished_at: Date | null; error: unknown }[] = [];

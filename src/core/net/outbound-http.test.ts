@@ -82,7 +82,9 @@ describe('with private networks allowed', () => {
   const open = new OutboundHttp({ timeoutMs: 300, allowPrivateNetworks: true, resolve: table({ 'catalog.test': ['127.0.0.1'] }), maxBodyBytes: 1024 });
 
   it('connects to the address its lookup checked (a name no DNS knows)', async () => {
-    const answer = await open.request(`http://catalog.test:${port}/v1/config?warehouse=w`, { headers: { authorization: 'Bearer t' } });
+    // Its own client with a generous deadline: a loaded machine can take more than 300 ms to answer.
+    const patient = new OutboundHttp({ timeoutMs: 10_000, allowPrivateNetworks: true, resolve: table({ 'catalog.test': ['127.0.0.1'] }) });
+    const answer = await patient.request(`http://catalog.test:${port}/v1/config?warehouse=w`, { headers: { authorization: 'Bearer t' } });
     expect(answer.status).toBe(200);
     expect(JSON.parse(answer.body.toString())).toEqual({ path: '/v1/config?warehouse=w', method: 'GET', auth: 'Bearer t' });
   });
