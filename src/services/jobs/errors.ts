@@ -110,6 +110,9 @@ export const JOB_FAILURE_CODES = [
   'ENGINE_CRASHED',
   'WORKER_LOST',
   'INTERNAL_ERROR',
+  'STORAGE_UNAVAILABLE',
+  'METADATA_UNAVAILABLE',
+  'DISK_FULL',
   'CANCELLED',
   // a materialized view's refresh
   'REFRESH_FAILED',

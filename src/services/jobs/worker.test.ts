@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { recordingLogger } from '../../../test/recording-logger.ts';
+import { appError } from '../../core/errors/index.ts';
 import type { Logger } from '../../core/logger.ts';
 import type { JobRepo, JobRow } from './repo.ts';
 import { WorkerPool, type JobOutcome, type JobRunner, type WorkerOptions } from './worker.ts';
@@ -26,7 +27,13 @@ class FakeRepo {
     this.calls.claim++;
     await this.claimGate;
     const taken = this.queued.splice(0, limit);
-    return taken.map((row) => Object.assign(row, { status: 'running', worker_id: workerId }));
+    return taken.map((row) => Object.assign(row, { status: 'running', worker_id: workerId, attempts: (row.attempts ?? 0) + 1 }));
+  }
+
+  async requeue(executionId: string): Promise<boolean> {
+    const row = Object.assign(this.rows.get(executionId)!, { status: 'queued', worker_id: null });
+    this.queued.push(row);
+    return true;
   }
 
   async anyQueued(): Promise<boolean> {
@@ -251,5 +258,28 @@ describe('a finish the database refuses', () => {
     expect(repo.rows.get('lost')?.status).toBe('running'); // recovery re-queues or fails it
     expect(repo.calls.finish).toBe(4);
     expect(entries.filter((e) => e.level === 'error').map((e) => [e.fields.execution_id, e.message])).toEqual([['lost', 'could not record a finished job; recovery will re-queue or fail it']]);
+  });
+});
+
+describe('a job that meets unavailable storage', () => {
+  it('is re-queued once, then failed with STORAGE_UNAVAILABLE and its message, not INTERNAL_ERROR', async () => {
+    const repo = new FakeRepo();
+    const outcomes: JobOutcome[] = [];
+    const finish = repo.finish.bind(repo);
+    repo.finish = async (id, worker, outcome) => (outcomes.push(outcome), finish(id, worker, outcome));
+    const starts: number[] = [];
+    const pool = start(repo, {
+      start(job) {
+        starts.push(job.attempts);
+        return { done: Promise.reject(appError('STORAGE_UNAVAILABLE', 'The object storage is unavailable (503 SlowDown, after retries): retry shortly')), cancel() {} };
+      },
+    });
+    repo.add('s3down');
+    pool.notify();
+    await settle(100);
+    pool.notify();
+    await settle(100);
+    expect(starts).toEqual([1, 2]);
+    expect(outcomes).toEqual([{ status: 'failed', error: { code: 'STORAGE_UNAVAILABLE', message: expect.stringContaining('object storage is unavailable') } }]);
   });
 });

@@ -1,6 +1,7 @@
 import crypto from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { silentLogger, type Logger } from '../../core/logger.ts';
+import { isAppError } from '../../core/errors/index.ts';
 import type { JobFailure } from './errors.ts';
 import type { FinishedColumns, JobRepo, JobRow } from './repo.ts';
 
@@ -272,6 +273,12 @@ export class WorkerPool {
     this.running.set(job.execution_id, { row: job, cancel: (reason) => handle.cancel(reason), since: Date.now() });
     void handle.done
       .catch((error: unknown): JobOutcome => {
+        // The storage or metadata database was out of reach, or the disk full: not the job's fault. It
+        // is run again while it has attempts left, else failed with that code and its (safe) message.
+        if (isAppError(error, 'STORAGE_UNAVAILABLE', 'METADATA_UNAVAILABLE', 'DISK_FULL')) {
+          if (job.attempts < this.options.maxAttempts) return { status: 'requeue', reason: `${error.code}: ${error.message}` };
+          return { status: 'failed', error: { code: error.code, message: error.message } };
+        }
         // Details (paths, internals) go to the log, never into the job a user reads.
         this.log.error({ err: error, execution_id: job.execution_id }, 'job failed inside the server');
         return { status: 'failed', error: { code: 'INTERNAL_ERROR', message: `The job failed inside the server; the server log has the details under ${job.execution_id}` } };
@@ -280,7 +287,7 @@ export class WorkerPool {
         clearTimeout(timeout);
         this.ended[outcome.status === 'requeue' ? 'requeued' : outcome.status]++;
         if (outcome.status === 'requeue') {
-          this.log.warn({ execution_id: job.execution_id, reason: outcome.reason }, 'job re-queued: its query engine stopped');
+          this.log.warn({ execution_id: job.execution_id, reason: outcome.reason }, 'job re-queued');
           await this.repo.requeue(job.execution_id, this.id).catch((error: unknown) => this.log.error({ err: error, execution_id: job.execution_id }, 'could not re-queue a job; recovery will'));
           this.running.delete(job.execution_id);
           this.notify();
