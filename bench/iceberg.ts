@@ -5,7 +5,8 @@
 //      manifests, then every data file over the file route with Range requests. Next to it, in the
 //      same process and run: pyarrow reading the same files by the same URLs and token without the
 //      catalog steps (the peer of the target), and from the local files. Target: direct/catalog >= 0.9.
-//      Row counts, the sum of `id` and the sum of `amount` must agree between all three.
+//      Row counts, the sum of `id` and the sum of `amount` must agree between all three. BENCH_PY_RUNS
+//      rounds (7) after a warm-up; which HTTP reader goes first alternates.
 //  (a') icebird (hyparam's reader over hyparquet) through the catalog, next to hyparquet reading the same
 //      files over the same route and locally: icebird's own per-row cost, with the catalog calls' share.
 //  (b) loading the table metadata of a dataset with 1 000 snapshots (BENCH_SNAPSHOTS), cold (built and
