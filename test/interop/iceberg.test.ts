@@ -24,7 +24,7 @@ import { once } from '../async.ts';
 import { describeRun, lakeport } from '../e2e/cli.ts';
 import { httpApi } from '../e2e/http.ts';
 import { serverForSuite } from '../e2e/server.ts';
-import { fastavroPython } from '../python.ts';
+import { lakeportPython } from '../python.ts';
 
 const suite = serverForSuite('iceberg');
 const { call, expectStatus, ownWorkspace } = httpApi(() => suite.server);
@@ -308,7 +308,7 @@ describe('fastavro against the Iceberg spec', () => {
   });
 
   it('validates every manifest list and manifest of every snapshot', async () => {
-    const python = await fastavroPython();
+    const python = await lakeportPython();
     if (!python) {
       // Skipped only on a developer machine without Python; CI makes the environment first (.ci/run).
       expect(process.env.CI, 'no Python with fastavro, and CI is set').toBeFalsy();

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createTestApp, type TestApp } from '../../../test/harness.ts';
 import { createWorkspace, signIn, type TestUser } from '../../../test/clients.ts';
 import { seedSnapshot } from '../../../test/seed.ts';
@@ -277,6 +277,27 @@ describe('Iceberg REST catalog', () => {
       expect(after.snapshots[1].summary).toMatchObject({ 'total-data-files': '3', 'total-records': '30' });
       expect(after.snapshots[1]['parent-snapshot-id']).toBe(ids[1]);
       expectIcebergError(await get(alice, `/iceberg/v1/namespaces/acme%1Fsales/tables/history@${ids[1]}`), 410, 'NoSuchTableException', 'SNAPSHOT_EXPIRED');
+    });
+
+    it('keeps a load while nothing is written: a new snapshot and a revoked grant are seen at the next load', async () => {
+      const url = '/iceberg/v1/namespaces/acme%1Fsales/tables/history';
+      const grant = await alice.request('POST', '/policy/v1/access/workspace/acme/policies', { principal: { identity: 'rita', type: 'user' }, role: 'reader', pattern: 'acme.sales.history' });
+      expect(grant.statusCode, grant.body).toBe(201);
+      const first = await load(rita, url);
+      const lookups = vi.spyOn(t.app.lakeport.catalog, 'listSnapshots');
+      try {
+        expect((await load(rita, url))['metadata-location']).toBe(first['metadata-location']);
+        if (t.db.changes) expect(lookups).not.toHaveBeenCalled();
+        const next = await seedSnapshot(t, HISTORY, COLUMNS, ROWS_SQL(5, 900));
+        const after = await load(rita, url);
+        expect(after.metadata['current-snapshot-id']).toBe(next);
+        expect(after['metadata-location']).not.toBe(first['metadata-location']);
+      } finally {
+        lookups.mockRestore();
+      }
+      const revoked = await alice.request('DELETE', `/policy/v1/access/workspace/acme/policies/${grant.json().policy_id}`);
+      expect(revoked.statusCode, revoked.body).toBeLessThan(300);
+      expectIcebergError(await get(rita, url), 403, 'ForbiddenException', 'PERMISSION_DENIED');
     });
   });
 

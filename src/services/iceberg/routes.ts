@@ -114,8 +114,7 @@ function catalogRoutes(api: FastifyInstance, base: '' | '/:prefix', iceberg: Ice
     async (request, reply) => {
       const { namespace, table } = request.params as { namespace: string; table: string };
       const refsOnly = (request.query as { snapshots?: string }).snapshots === 'refs';
-      const { dataset, at } = await iceberg.table(principalOf(request), namespaceParts(namespace), table);
-      const { location, built } = await iceberg.metadataOf(dataset, at);
+      const { location, built } = await iceberg.loadTable(principalOf(request), namespaceParts(namespace), table);
       const etag = `"${built.name}${refsOnly ? ';refs' : ''}"`;
       reply.header('etag', etag);
       if (matches(request.headers['if-none-match'], etag)) return reply.code(304).send(null);

@@ -42,6 +42,12 @@ export interface ServedFile {
   contentType: string;
 }
 
+/** A value computed while Db.changes was `changes`. */
+interface Kept<T> {
+  changes: number;
+  value: T;
+}
+
 /** The namespaces and tables a caller may see in one workspace. */
 interface WorkspaceView {
   standing: Standing;
@@ -77,7 +83,12 @@ export class IcebergCatalog {
    * PGlite only): a reader fetches one file in many ranges, each an authorized request. A revoked
    * grant, a deleted workspace or an expiry is a write, so the next request decides again.
    */
-  private readonly served = new LRUCache<string, { changes: number; file: ServedFile }>({ max: 10_000 });
+  private readonly served = new LRUCache<string, Kept<ServedFile>>({ max: 10_000 });
+  /**
+   * Table loads by access token and path, kept the same way: a reader loads a table before each scan,
+   * and without a write in between the answer is the same (its authorization, state and metadata file).
+   */
+  private readonly loads = new LRUCache<string, Kept<{ location: string; built: BuiltMetadata }>>({ max: 500 });
 
   constructor(private readonly deps: IcebergServiceDeps) {}
 
@@ -198,6 +209,28 @@ export class IcebergCatalog {
   }
 
   /**
+   * `compute`, kept under `key` while nothing was written (Db.changes, PGlite only; without it,
+   * computed every time). The count is read first, so a write during `compute` is seen next time.
+   */
+  private async whileUnchanged<T>(cache: LRUCache<string, Kept<T>>, key: string, compute: () => Promise<T>): Promise<T> {
+    const changes = this.deps.changes?.();
+    if (changes === undefined) return compute();
+    const kept = cache.get(key);
+    if (kept && kept.changes === changes) return kept.value;
+    const value = await compute();
+    cache.set(key, { changes, value });
+    return value;
+  }
+
+  /** Load table: the state `segment` names (table()) and its stored metadata (metadataOf()), kept per token while nothing was written. */
+  loadTable(caller: Principal, namespace: string[], segment: string): Promise<{ location: string; built: BuiltMetadata }> {
+    return this.whileUnchanged(this.loads, JSON.stringify([caller.tokenId, namespace, segment]), async () => {
+      const { dataset, at } = await this.table(caller, namespace, segment);
+      return this.metadataOf(dataset, at);
+    });
+  }
+
+  /**
    * The table metadata of a state, stored: built from the catalog unless built before from the same
    * state (kept by a fingerprint of everything it depends on), its file written unless it exists.
    * With storage locations every snapshot's manifests are written too, since readers go to storage directly.
@@ -259,14 +292,8 @@ export class IcebergCatalog {
    * of the current schema and location is written on first read. 403 without the reader role on the
    * dataset; 404 for anything else.
    */
-  async file(caller: Principal, datasetId: string, area: 'data' | 'metadata', name: string): Promise<ServedFile> {
-    const changes = this.deps.changes?.();
-    const key = JSON.stringify([caller.tokenId, datasetId, area, name]);
-    const kept = changes === undefined ? undefined : this.served.get(key);
-    if (kept && kept.changes === changes) return kept.file;
-    const file = await this.lookUpFile(caller, datasetId, area, name);
-    if (changes !== undefined) this.served.set(key, { changes, file });
-    return file;
+  file(caller: Principal, datasetId: string, area: 'data' | 'metadata', name: string): Promise<ServedFile> {
+    return this.whileUnchanged(this.served, JSON.stringify([caller.tokenId, datasetId, area, name]), () => this.lookUpFile(caller, datasetId, area, name));
   }
 
   private async lookUpFile(caller: Principal, datasetId: string, area: 'data' | 'metadata', name: string): Promise<ServedFile> {
