@@ -22,7 +22,7 @@ import { sql } from 'kysely';
 import { openDatabase, type Db } from '../src/core/db/index.ts';
 import { closeConnections, request, requestJson, stream } from './lib/http.ts';
 import { submitJob, waitForJob } from './lib/jobs.ts';
-import { makeOrdersParquet, median, setUp, uploadCsv, uploadParquet, type Api } from './lib/lake.ts';
+import { makeOrdersParquet, median, setUp, timed, uploadCsv, uploadParquet, type Api } from './lib/lake.ts';
 import { startServer, type BenchServer } from './lib/server.ts';
 
 const env = process.env;
@@ -47,18 +47,6 @@ const verdict = (ok: boolean) => (ok ? 'ok' : 'MISSED');
 const load = () => os.loadavg().map((l) => l.toFixed(2)).join(' ');
 const out = (line: string) => process.stdout.write(`${line}\n`);
 const note = (line: string) => process.stderr.write(`${line}\n`);
-
-/** Median ms of `runs` calls of `fn` after `warm` unmeasured ones. */
-async function timed(fn: () => Promise<unknown>, runs: number, warm = 1): Promise<number> {
-  for (let i = 0; i < warm; i++) await fn();
-  const times: number[] = [];
-  for (let i = 0; i < runs; i++) {
-    const start = performance.now();
-    await fn();
-    times.push(performance.now() - start);
-  }
-  return median(times);
-}
 
 /** A new credential for `identity` and an access token of it. */
 async function tokenFor(server: BenchServer, identity: string): Promise<Api> {
