@@ -16,7 +16,7 @@ import pino from 'pino';
 import { buildApp } from '../src/app.ts';
 import { loadConfig } from '../src/config.ts';
 import { openRuntime } from '../src/main.ts';
-import { json, median, setUp, type Api } from './lib/lake.ts';
+import { json, setUp, timed, type Api } from './lib/lake.ts';
 
 const COMMITS = Number(process.env.BENCH_COMMITS ?? 10_000);
 const RUNS = 7;
@@ -80,9 +80,9 @@ export async function run(): Promise<void> {
 
     // Reads of 10 000 small files take seconds each: fewer runs before compaction.
     const measure = async (dataset: string, runs = RUNS) => ({
-      previous: await timed(runs, () => odataCount(api, `bench/small/${dataset}@previous?$count=true`, COMMITS - 1)),
-      page: await timed(runs, () => odataCount(api, `bench/small/${dataset}?$top=100`, undefined)),
-      job: await timed(runs, () => jobSum(api, `SELECT count(*), sum(x) FROM bench.small.${dataset}`, COMMITS)),
+      previous: await timedRuns(runs, () => odataCount(api, `bench/small/${dataset}@previous?$count=true`, COMMITS - 1)),
+      page: await timedRuns(runs, () => odataCount(api, `bench/small/${dataset}?$top=100`, undefined)),
+      job: await timedRuns(runs, () => jobSum(api, `SELECT count(*), sum(x) FROM bench.small.${dataset}`, COMMITS)),
     });
 
     const before = await measure('appended', 3);
@@ -117,15 +117,8 @@ export async function run(): Promise<void> {
 }
 
 /** The median milliseconds of `runs` calls after the warm-up ones. */
-async function timed(runs: number, fn: () => Promise<void>): Promise<number> {
-  for (let i = 0; i < (runs < RUNS ? 1 : WARM_UP); i++) await fn();
-  const times: number[] = [];
-  for (let i = 0; i < runs; i++) {
-    const start = performance.now();
-    await fn();
-    times.push(performance.now() - start);
-  }
-  return median(times);
+function timedRuns(runs: number, fn: () => Promise<void>): Promise<number> {
+  return timed(fn, runs, runs < RUNS ? 1 : WARM_UP);
 }
 
 async function odataCount(api: Api, query: string, expected: number | undefined): Promise<void> {

@@ -22,6 +22,18 @@ export function percentile(values: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(p * sorted.length) - 1))];
 }
 
+/** Median ms of `runs` calls of `fn` after `warm` unmeasured ones. */
+export async function timed(fn: () => Promise<unknown>, runs: number, warm = 1): Promise<number> {
+  for (let i = 0; i < warm; i++) await fn();
+  const times: number[] = [];
+  for (let i = 0; i < runs; i++) {
+    const start = performance.now();
+    await fn();
+    times.push(performance.now() - start);
+  }
+  return median(times);
+}
+
 /** A credential for `identity`, its access token, an account and `workspace` owned by it. */
 export async function setUp(url: string, adminToken: string, identity = 'bench', workspace = 'bench'): Promise<Api & { secret: string }> {
   const cred = await json<{ secret: string }>(

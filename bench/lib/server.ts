@@ -14,6 +14,10 @@ export interface BenchServer {
   adminToken: string;
   /** Where its metadata is, for reports: `PGlite` or `PostgreSQL <host>/<database>`. */
   database: string;
+  /** The fresh PostgreSQL database's URL (dropped by stop()), when DATABASE_URL was set. */
+  databaseUrl?: string;
+  /** The server process's id. */
+  pid: number;
   /** The server process's peak resident memory so far (Linux VmHWM), in bytes. */
   peakRssBytes(): Promise<number | undefined>;
   /** CPU seconds the server process (all its threads) has used so far (Linux /proc), or undefined. */
@@ -114,7 +118,7 @@ export async function startServer(options: StartOptions = {}): Promise<BenchServ
       return fields.length > 13 ? (Number(fields[11]) + Number(fields[12])) / 100 : undefined;
     };
     const where = database ? `PostgreSQL ${new URL(database.url).host}/${database.name}` : 'PGlite';
-    return { url, adminToken, database: where, peakRssBytes, cpuSeconds, stop };
+    return { url, adminToken, database: where, databaseUrl: database?.url, pid: child.pid!, peakRssBytes, cpuSeconds, stop };
   } catch (error) {
     await stop();
     const output = early.length ? `\n--- server stdout ---\n${early.join('\n')}` : '';

@@ -90,7 +90,12 @@ describe('Authorizer', () => {
   const grants: Record<string, Grant[]> = { 'alice|a': [{ pattern: 'a.*', role: 'writer' }], 'alice|b': [] };
   const deleted = new Set<string>();
   const authz = new Authorizer(
-    { grantsOf: async (identity, ws) => grants[`${identity}|${ws}`] ?? [], workspacesOf: async (identity) => (identity === 'alice' ? ['a', 'b'] : []) },
+    {
+      grantsOf: async (identity, ws) => grants[`${identity}|${ws}`] ?? [],
+      workspacesOf: async (identity) => (identity === 'alice' ? ['a', 'b'] : []),
+      grantsByWorkspace: async (identity) =>
+        new Map(Object.entries(grants).filter(([key, held]) => key.startsWith(`${identity}|`) && held.length > 0).map(([key, held]) => [key.split('|')[1], held])),
+    },
     { deletedAmong: async (names) => new Set(names.filter((n) => deleted.has(n))) },
   );
   const alice: Principal = { identity: 'alice', scopes: [], permissions: [], credentialId: 'c', tokenId: 't', expiresAt: new Date() };
@@ -123,11 +128,15 @@ describe('Authorizer', () => {
       // Listings leave it out; the exempt actions (restore, the account's listing) still decide on roles.
       expect(await authz.workspacesOf(alice)).toEqual(['b']);
       expect(await authz.workspacesOf(alice, { evenIfDeleted: true })).toEqual(['a', 'b']);
+      expect(await authz.standingsOf(alice)).toEqual([]);
       await expect(authz.require(alice, 'writer', dataset, { evenIfDeleted: true })).resolves.toBe('writer');
       expect(await authz.can(alice, 'writer', dataset, { evenIfDeleted: true })).toBe(true);
     } finally {
       deleted.delete('a');
     }
     await expect(authz.require(alice, 'reader', dataset)).resolves.toBe('writer');
+    expect(await authz.standingsOf(alice)).toEqual([{ workspace: 'a', grants: [{ pattern: 'a.*', role: 'writer' }], deleted: false }]);
+    // A credential narrowed to another workspace stands nowhere.
+    expect(await authz.standingsOf({ ...alice, permissions: [['z.*', 'reader']] })).toEqual([]);
   });
 });

@@ -34,11 +34,25 @@ export function effectiveRole(grants: readonly Grant[], permissions: readonly Pe
   return ROLES.indexOf(granted) <= ROLES.indexOf(allowed) ? granted : allowed;
 }
 
+/** The collections of a workspace that grants reach: undefined when one reaches the whole workspace. */
+export function collectionsReached(grants: readonly Grant[]): string[] | undefined {
+  const collections = new Set<string>();
+  for (const grant of grants) {
+    const pattern = parsePattern(grant.pattern);
+    if (pattern === null) continue;
+    if (pattern.collection === undefined) return undefined;
+    collections.add(pattern.collection);
+  }
+  return [...collections];
+}
+
 /** Where an identity's grants come from: the access policies of a workspace (the policy module's store, wired in app.ts). */
 export interface GrantSource {
   grantsOf(identity: string, workspace: string): Promise<Grant[]>;
   /** The workspaces where the identity holds any policy. */
   workspacesOf(identity: string): Promise<string[]>;
+  /** The identity's grants in every workspace where it holds any, by workspace (one lookup). */
+  grantsByWorkspace(identity: string): Promise<ReadonlyMap<string, readonly Grant[]>>;
 }
 
 /**
@@ -114,6 +128,19 @@ export class Authorizer {
     if (options.evenIfDeleted || workspaces.length === 0) return workspaces;
     const deleted = await this.states.deletedAmong(workspaces);
     return workspaces.filter((w) => !deleted.has(w));
+  }
+
+  /**
+   * The caller's standing in every live workspace where it holds some grant (what `workspacesOf`
+   * lists), in a fixed number of lookups however many workspaces: its grants, then their states.
+   */
+  async standingsOf(principal: Principal): Promise<Standing[]> {
+    const grants = await this.grants.grantsByWorkspace(principal.identity);
+    let workspaces = [...grants.keys()].sort();
+    if (principal.permissions.length > 0) workspaces = workspaces.filter((w) => principal.permissions.some(([pattern]) => parsePattern(pattern)?.workspace === w));
+    if (workspaces.length === 0) return [];
+    const deleted = await this.states.deletedAmong(workspaces);
+    return workspaces.filter((w) => !deleted.has(w)).map((workspace) => ({ workspace, grants: grants.get(workspace)!, deleted: false }));
   }
 
   /**

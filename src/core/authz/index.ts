@@ -20,4 +20,4 @@ export {
   type ManagementAction,
   type ManagementTarget,
 } from './manage.ts';
-export { Authorizer, effectiveRole, type AuthorizeOptions, type Grant, type GrantSource, type Standing, type WorkspaceStates } from './authorize.ts';
+export { Authorizer, collectionsReached, effectiveRole, type AuthorizeOptions, type Grant, type GrantSource, type Standing, type WorkspaceStates } from './authorize.ts';

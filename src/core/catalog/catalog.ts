@@ -28,6 +28,7 @@ import {
   dueDeletions,
   expireSnapshotsIn,
   filesOfSnapshot,
+  filesOfSnapshots,
   findRestorable,
   leaseSnapshotsIn,
   purgeDroppedIn,
@@ -57,6 +58,12 @@ export interface LifecycleSettings {
   undropRetentionMs: number;
   /** How long a file no snapshot needs waits before its blob is deleted (at least the job timeout). */
   fileGraceMs: number;
+}
+
+/** A workspace's datasets, or those of some of its collections. */
+export interface DatasetScope {
+  workspace: string;
+  collections?: readonly string[];
 }
 
 export const DEFAULT_LIFECYCLE: LifecycleSettings = { undropRetentionMs: 7 * 24 * 3_600_000, fileGraceMs: 3_600_000 };
@@ -238,6 +245,39 @@ export class Catalog {
       query = query.where('collection', '=', coll);
     }
     return query.orderBy('collection').orderBy('name').execute();
+  }
+
+  /**
+   * The live datasets of several workspaces, or of some collections in them, ordered by workspace,
+   * collection and name, in one query (a workspace the catalog does not know has none): for listings
+   * across every workspace a caller may read.
+   */
+  async listDatasetsIn(scopes: readonly DatasetScope[]): Promise<Dataset[]> {
+    return scopes.length === 0 ? [] : this.datasetsIn(scopes).selectAll().execute();
+  }
+
+  /** As listDatasetsIn, only the names (what a listing of names needs, without the definitions). */
+  async listDatasetRefsIn(scopes: readonly DatasetScope[]): Promise<DatasetRef[]> {
+    if (scopes.length === 0) return [];
+    const rows = await this.datasetsIn(scopes).select(['workspace', 'collection', 'name']).execute();
+    return rows.map((r) => ({ workspace: r.workspace, collection: r.collection, dataset: r.name }));
+  }
+
+  private datasetsIn(scopes: readonly DatasetScope[]) {
+    const whole = scopes.filter((s) => s.collections === undefined).map((s) => s.workspace);
+    const partial = scopes.filter((s) => s.collections !== undefined);
+    return this.db.kysely
+      .selectFrom('catalog_datasets')
+      .where('dropped_at', 'is', null)
+      .where((eb) =>
+        eb.or([
+          ...(whole.length > 0 ? [eb('workspace', 'in', whole)] : []),
+          ...partial.filter((s) => s.collections!.length > 0).map((s) => eb.and([eb('workspace', '=', s.workspace), eb('collection', 'in', s.collections!)])),
+        ]),
+      )
+      .orderBy('workspace')
+      .orderBy('collection')
+      .orderBy('name');
   }
 
   /**
@@ -443,6 +483,20 @@ export class Catalog {
     return filesOfSnapshot(this.db.kysely, await requireLiveSnapshot(this.db.kysely, snapshotId));
   }
 
+  /**
+   * The data files of each of several live snapshots, in one query (snapshots that expired or do
+   * not exist are left out): for listings that describe many datasets at once.
+   */
+  async filesOfSnapshots(snapshotIds: readonly number[]): Promise<Map<number, DataFile[]>> {
+    return filesOfSnapshots(this.db.kysely, snapshotIds);
+  }
+
+  /** The snapshots with these ids (those that exist), in one query. */
+  async snapshotsById(snapshotIds: readonly number[]): Promise<Snapshot[]> {
+    if (snapshotIds.length === 0) return [];
+    return this.db.kysely.selectFrom('catalog_snapshots').selectAll().where('snapshot_id', 'in', snapshotIds).execute();
+  }
+
   /** One data file of a dataset by its id (any the catalog still names, current or not); undefined when there is none. */
   async findDataFile(datasetId: string, fileId: string): Promise<DataFile | undefined> {
     return this.db.kysely.selectFrom('catalog_data_files').selectAll().where('dataset_id', '=', datasetId).where('file_id', '=', fileId).executeTakeFirst();
@@ -554,6 +608,12 @@ export class Catalog {
   async listTags(key: DatasetKey): Promise<Tag[]> {
     const dataset = await requireVersionedDataset(this.db.kysely, key);
     return this.db.kysely.selectFrom('catalog_tags').selectAll().where('dataset_id', '=', dataset.dataset_id).orderBy('name').execute();
+  }
+
+  /** The tags naming each of these snapshots, by name, in one query (a dataset's other tags are not read). */
+  async tagsOfSnapshots(snapshotIds: readonly number[]): Promise<Tag[]> {
+    if (snapshotIds.length === 0) return [];
+    return this.db.kysely.selectFrom('catalog_tags').selectAll().where('snapshot_id', 'in', snapshotIds).orderBy('name').execute();
   }
 
   /** 404 TAG_NOT_FOUND; 423 GUARDED under history_protection. */

@@ -1,5 +1,5 @@
 /** The catalog: the table format that upload, query jobs and OData build on. See docs/catalog.md. */
-export { Catalog, DEFAULT_LIFECYCLE, type LifecycleSettings } from './catalog.ts';
+export { Catalog, DEFAULT_LIFECYCLE, type DatasetScope, type LifecycleSettings } from './catalog.ts';
 export type { ExpiryOptions, ExpiryResult } from './lifecycle.ts';
 export { CatalogSweeper } from './sweeper.ts';
 export type { ExternalDatasetEntry, ExternalSyncResult } from './external.ts';

@@ -6,7 +6,7 @@ import { formatRef, normalizeRef, type DatasetRef } from './names.ts';
 import { datasetLabel, findDataset, requireDataset, requireNamespace, requireVersionedDataset } from './queries.ts';
 import { resolveSnapshotIn } from './resolve.ts';
 import type { SnapshotSelector } from './selectors.ts';
-import type { Dataset, DatasetKey, Executor, Snapshot } from './types.ts';
+import type { DataFile, Dataset, DatasetKey, Executor, Snapshot } from './types.ts';
 
 /**
  * The lifecycle of datasets and their history (docs/lifecycle.md): soft drop and undrop, the purge
@@ -182,18 +182,45 @@ export async function rollbackIn(
 }
 
 /** The data files of a snapshot: added at or before it and not removed at or before it. */
-export function filesOfSnapshot(q: Executor, snapshot: Snapshot) {
-  return q
-    .selectFrom('catalog_data_files as f')
+export async function filesOfSnapshot(q: Executor, snapshot: Snapshot): Promise<DataFile[]> {
+  return (await filesOfSnapshots(q, [snapshot.snapshot_id])).get(snapshot.snapshot_id) ?? [];
+}
+
+/**
+ * The data files of each snapshot (ordered by the snapshot that added them, then path), in one
+ * query that never scans a dataset's whole history: a snapshot's files are those live now that it
+ * already had, and those removed by a later snapshot that it already had. Each part is found by
+ * index (the live files of the dataset; the files of the snapshots after it), so the cost grows with
+ * what the snapshot holds and the files removed since, not with the number of snapshots before it.
+ */
+export async function filesOfSnapshots(q: Executor, snapshotIds: readonly number[]): Promise<Map<number, DataFile[]>> {
+  const out = new Map<number, DataFile[]>();
+  if (snapshotIds.length === 0) return out;
+  const live = q
+    .selectFrom('catalog_snapshots as s')
+    .innerJoin('catalog_data_files as f', (join) => join.onRef('f.dataset_id', '=', 's.dataset_id').on('f.removed_in_snapshot', 'is', null))
     .innerJoin('catalog_snapshots as added', 'added.snapshot_id', 'f.added_in_snapshot')
-    .leftJoin('catalog_snapshots as removed', 'removed.snapshot_id', 'f.removed_in_snapshot')
     .selectAll('f')
-    .where('f.dataset_id', '=', snapshot.dataset_id)
-    .where('added.sequence', '<=', snapshot.sequence)
-    .where((eb) => eb.or([eb('removed.sequence', 'is', null), eb('removed.sequence', '>', snapshot.sequence)]))
-    .orderBy('added.sequence')
-    .orderBy('f.path')
-    .execute();
+    .select(['s.snapshot_id as of_snapshot', 'added.sequence as added_sequence'])
+    .where('s.snapshot_id', 'in', snapshotIds)
+    .whereRef('added.sequence', '<=', 's.sequence');
+  const removedLater = q
+    .selectFrom('catalog_snapshots as s')
+    .innerJoin('catalog_snapshots as later', (join) => join.onRef('later.dataset_id', '=', 's.dataset_id').onRef('later.sequence', '>', 's.sequence'))
+    .innerJoin('catalog_data_files as f', 'f.removed_in_snapshot', 'later.snapshot_id')
+    .innerJoin('catalog_snapshots as added', 'added.snapshot_id', 'f.added_in_snapshot')
+    .selectAll('f')
+    .select(['s.snapshot_id as of_snapshot', 'added.sequence as added_sequence'])
+    .where('s.snapshot_id', 'in', snapshotIds)
+    .whereRef('added.sequence', '<=', 's.sequence');
+  const rows = await live.unionAll(removedLater).orderBy('of_snapshot').orderBy('added_sequence').orderBy('path').execute();
+  for (const { of_snapshot, added_sequence: _, ...file } of rows) {
+    const id = Number(of_snapshot);
+    const files = out.get(id) ?? [];
+    files.push(file as DataFile);
+    out.set(id, files);
+  }
+  return out;
 }
 
 // ── expiry ────────────────────────────────────────────────────────────────────

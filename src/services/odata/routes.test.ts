@@ -397,7 +397,7 @@ describe('OData service', () => {
     });
 
     it('answers 504 when the datasets cannot be enumerated', async () => {
-      vi.spyOn(t.app.lakeport.catalog, 'listDatasets').mockRejectedValueOnce(new Error('connection reset'));
+      vi.spyOn(t.app.lakeport.catalog, 'listDatasetsIn').mockRejectedValueOnce(new Error('connection reset'));
       const res = await get(rita, '/odata/api/v4/$metadata');
       expect(res.statusCode).toBe(504);
       expect(res.json()).toMatchObject({ code: 'CATALOG_UNAVAILABLE' });

@@ -1,3 +1,4 @@
+import { Readable } from 'node:stream';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { principalOf, type TokenVerifier } from '../../core/http/index.ts';
 import { formatSelector, refOf } from '../../core/catalog/index.ts';
@@ -5,7 +6,7 @@ import { countRows, entityText, parseKey, splitKey } from './entities.ts';
 import { withODataErrorMember } from './error-body.ts';
 import { odataError } from './errors.ts';
 import { requireODataAuth, type ClientAuthenticator } from './auth.ts';
-import { buildMetadataDocument, buildServiceDocument, entitySetName, llmsTxt } from './metadata/index.ts';
+import { metadataDocumentChunks, entitySetName, llmsTxt, serviceDocumentChunks } from './metadata/index.ts';
 import { checkFormat, ieee754Compatible, parseRowsOptions, type RowsOptions } from './options.ts';
 import type { RowPages } from './pages.ts';
 import * as S from './schemas.ts';
@@ -70,8 +71,9 @@ export const odataRoutes =
 
       const serviceDocument = async (request: FastifyRequest, reply: FastifyReply) => {
         checkFormat(query(request), 'json');
-        const readable = await odata.readableDatasets(principalOf(request));
-        return reply.type(JSON_TYPE).send(buildServiceDocument(`${root()}/$metadata`, readable.map((r) => refOf(r.dataset))));
+        const readable = await odata.readableRefs(principalOf(request));
+        // Streamed: at thousands of datasets the document is large (same text as the schema's serializer writes).
+        return reply.type(JSON_TYPE).send(Readable.from(serviceDocumentChunks(`${root()}/$metadata`, readable)));
       };
       api.get('/api/v4', { schema: { summary: 'Service document: the entity sets the caller may read', response: { 200: S.ServiceDocument } } }, serviceDocument);
       api.get('/api/v4/', { schema: { hide: true, response: { 200: S.ServiceDocument } } }, serviceDocument);
@@ -79,13 +81,14 @@ export const odataRoutes =
       api.get('/api/v4/$metadata', { schema: { summary: 'EDMX for every dataset the caller may read', response: { 200: S.Metadata } } }, async (request, reply) => {
         checkFormat(query(request), 'xml');
         const versions = await odata.currentVersions(principalOf(request));
-        return reply.type(XML_TYPE).send(buildMetadataDocument(versions));
+        // Streamed as it is written: at thousands of datasets the document runs to megabytes.
+        return reply.type(XML_TYPE).send(Readable.from(metadataDocumentChunks(versions)));
       });
 
       const datasetMetadata = async (request: FastifyRequest, reply: FastifyReply, address: DatasetAddress) => {
         checkFormat(query(request), 'xml');
         const version = await odata.version(principalOf(request), address, { tags: true });
-        return reply.type(XML_TYPE).send(buildMetadataDocument([version]));
+        return reply.type(XML_TYPE).send(Readable.from(metadataDocumentChunks([version])));
       };
 
       const datasetRows = async (request: FastifyRequest, reply: FastifyReply, address: DatasetAddress) => {

@@ -1,5 +1,5 @@
 import { LRUCache } from 'lru-cache';
-import { roleAtLeast, type Authorizer, type Principal } from '../../core/authz/index.ts';
+import { collectionsReached, roleAtLeast, type Authorizer, type Principal } from '../../core/authz/index.ts';
 import { NAME_REGEX, normalizeRef, parseSelector, refOf, type Catalog, type DataFile, type Dataset, type DatasetRef, type Snapshot, type SnapshotSelector } from '../../core/catalog/index.ts';
 import type { RowReader } from '../../core/engine/row-reader.ts';
 import { newId } from '../../core/crypto/index.ts';
@@ -88,22 +88,35 @@ export class ODataService {
     this.pinned.set(id, now);
   }
 
-  /** Every dataset the caller may read (external stubs too), by workspace, collection and name (soft-deleted workspaces are left out by core/authz). */
+  /**
+   * Every dataset the caller may read (external stubs too), by workspace, collection and name
+   * (soft-deleted workspaces are left out by core/authz). A fixed number of queries however many
+   * workspaces: the caller's standings, then the datasets of the collections its grants reach.
+   */
   async readableDatasets(caller: Principal): Promise<{ dataset: Dataset; role: DatasetVersion['role']; policies: string[] }[]> {
+    const { standings, scopes } = await this.readableScopes(caller);
     const readable: { dataset: Dataset; role: DatasetVersion['role']; policies: string[] }[] = [];
-    for (const workspace of await this.deps.authz.workspacesOf(caller)) {
-      const datasets = await this.deps.catalog.listDatasets(workspace, { kept: true });
-      const access = await this.deps.authz.accessIn(
-        caller,
-        workspace,
-        datasets.map(refOf),
-      );
-      datasets.forEach((dataset, i) => {
-        const { role, patterns } = access[i];
-        if (role !== null && roleAtLeast(role, 'reader')) readable.push({ dataset, role, policies: patterns });
-      });
+    for (const dataset of await this.deps.catalog.listDatasetsIn(scopes)) {
+      const [{ role, patterns }] = this.deps.authz.accessFrom(caller, standings.get(dataset.workspace)!, [refOf(dataset)]);
+      if (role !== null && roleAtLeast(role, 'reader')) readable.push({ dataset, role, policies: patterns });
     }
     return readable;
+  }
+
+  /** The names of every dataset the caller may read, as readableDatasets lists them (the service document and entity set names need no more). */
+  async readableRefs(caller: Principal): Promise<DatasetRef[]> {
+    const { standings, scopes } = await this.readableScopes(caller);
+    return (await this.deps.catalog.listDatasetRefsIn(scopes)).filter((ref) => {
+      const [{ role }] = this.deps.authz.accessFrom(caller, standings.get(ref.workspace)!, [ref]);
+      return role !== null && roleAtLeast(role, 'reader');
+    });
+  }
+
+  /** The caller's standing in each workspace it may browse, and the collections there its grants reach. */
+  private async readableScopes(caller: Principal) {
+    const standings = new Map((await this.deps.authz.standingsOf(caller)).map((s) => [s.workspace, s]));
+    const scopes = [...standings.values()].map((s) => ({ workspace: s.workspace, collections: collectionsReached(s.grants) }));
+    return { standings, scopes };
   }
 
   /**
@@ -120,17 +133,31 @@ export class ODataService {
       const address = parseAddress(parts[0], parts[1], parts[2] + rest);
       if (entitySetName(address.ref) === name) return address;
     }
-    const readable = (await this.readableDatasets(caller)).map(({ dataset }) => refOf(dataset));
+    const readable = await this.readableRefs(caller);
     const ref = findEntitySet(name, readable);
     if (!ref) throw odataError('DATASET_NOT_FOUND', `No entity set named ${JSON.stringify(name)} among the datasets you may read`);
     return parseAddress(ref.workspace, ref.collection, ref.dataset + rest);
   }
 
-  /** The current version of every readable dataset (for the service-wide $metadata); 504 when they cannot be enumerated. */
+  /**
+   * The current version of every readable dataset (for the service-wide $metadata), in a fixed number
+   * of queries: snapshots, files and tags of all of them at once; 504 when they cannot be enumerated.
+   */
   async currentVersions(caller: Principal): Promise<DatasetVersion[]> {
     try {
       const readable = await this.readableDatasets(caller);
-      return await Promise.all(readable.map(({ dataset, role, policies }) => this.versionOf(dataset, { kind: 'current' }, role, policies, { tags: true })));
+      const ids = readable.map(({ dataset }) => dataset.current_snapshot_id).filter((id): id is number => id !== null);
+      const [snapshots, files, tags] = await Promise.all([this.deps.catalog.snapshotsById(ids), this.deps.catalog.filesOfSnapshots(ids), this.deps.catalog.tagsOfSnapshots(ids)]);
+      const snapshotById = new Map(snapshots.map((s) => [Number(s.snapshot_id), s]));
+      return await Promise.all(
+        readable.map(async ({ dataset, role, policies }) => {
+          const snapshot = dataset.current_snapshot_id === null ? undefined : snapshotById.get(Number(dataset.current_snapshot_id));
+          // A snapshot gone meanwhile, or files a compaction stands in for (Catalog.readFiles): one dataset at a time.
+          const own = snapshot && files.get(Number(snapshot.snapshot_id));
+          if (!snapshot || !own || own.some((f) => f.replaced_by !== null)) return this.versionOf(dataset, { kind: 'current' }, role, policies, { tags: true });
+          return { ref: refOf(dataset), dataset, snapshot, files: own, tags: tags.filter((t) => t.snapshot_id === snapshot.snapshot_id), role, policies };
+        }),
+      );
     } catch (error) {
       if (error instanceof AppError && error.status < 500) throw error;
       throw odataError('CATALOG_UNAVAILABLE', 'The datasets could not be enumerated; try again shortly');
@@ -184,8 +211,8 @@ export class ODataService {
     const ref = refOf(dataset);
     // A dataset created but never committed reads as empty at @current; every other selector needs a snapshot.
     const snapshot = selector.kind === 'current' && dataset.current_snapshot_id === null ? null : await this.snapshotOf(dataset, selector);
-    const [files, tags] = snapshot ? await Promise.all([this.filesOf(snapshot, dataset), options.tags ? this.deps.catalog.listTags(dataset.dataset_id) : []]) : [[], []];
-    return { ref, dataset, snapshot, files, tags: tags.filter((t) => t.snapshot_id === snapshot?.snapshot_id), role, policies };
+    const [files, tags] = snapshot ? await Promise.all([this.filesOf(snapshot, dataset), options.tags ? this.deps.catalog.tagsOfSnapshots([snapshot.snapshot_id]) : []]) : [[], []];
+    return { ref, dataset, snapshot, files, tags, role, policies };
   }
 
   /** The selected snapshot; @current is the dataset row's (just read), so its snapshot may come from memory. */

@@ -26,11 +26,13 @@ const POLICY_LOCK_SPACE = 7_242_002;
 export class PolicyStore implements GrantSource {
   private readonly workspacePolicies: KeptReads<string, { rows: PolicyRow[]; grants: Map<string, Grant[]> }>;
   private readonly identityWorkspaces: KeptReads<string, string[]>;
+  private readonly identityGrants: KeptReads<string, Map<string, Grant[]>>;
 
   constructor(private readonly db: Db) {
     const kept = { ttlMs: KEPT_READ_TTL_MS, tables: { writes: db.writes, names: ['policies'] } };
     this.workspacePolicies = new KeptReads({ ...kept, max: 1_000 });
     this.identityWorkspaces = new KeptReads({ ...kept, max: 10_000 });
+    this.identityGrants = new KeptReads({ ...kept, max: 10_000 });
   }
 
   /** The workspace's policies (kept), with each principal's grants. */
@@ -67,6 +69,23 @@ export class PolicyStore implements GrantSource {
     return this.identityWorkspaces.get(identity, async () => {
       const rows = await this.db.kysely.selectFrom('policies').select('workspace').distinct().where('principal', '=', identity).orderBy('workspace').execute();
       return rows.map((r) => r.workspace);
+    });
+  }
+
+  /** The identity's grants in every workspace, by workspace, each oldest first as grantsOf lists them (kept; one query). */
+  grantsByWorkspace(identity: string): Promise<Map<string, Grant[]>> {
+    return this.identityGrants.get(identity, async () => {
+      const rows = await this.db.kysely
+        .selectFrom('policies')
+        .select(['workspace', 'pattern', 'role'])
+        .where('principal', '=', identity)
+        .orderBy('workspace')
+        .orderBy('created_at')
+        .orderBy('policy_id')
+        .execute();
+      const grants = new Map<string, Grant[]>();
+      for (const { workspace, pattern, role } of rows) grants.set(workspace, [...(grants.get(workspace) ?? []), { pattern, role }]);
+      return grants;
     });
   }
 

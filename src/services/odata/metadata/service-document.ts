@@ -37,3 +37,19 @@ export function buildServiceDocument(contextUrl: string, refs: readonly DatasetR
     }));
   return { '@odata.context': contextUrl, value: entries };
 }
+
+/** Entries per piece of serviceDocumentChunks. */
+const ENTRIES_PER_CHUNK = 500;
+
+/**
+ * The service document as JSON text, a few hundred entries at a time (what the route streams): the
+ * text JSON.stringify gives for buildServiceDocument's answer.
+ */
+export function* serviceDocumentChunks(contextUrl: string, refs: readonly DatasetRef[]): Generator<string> {
+  const { value } = buildServiceDocument(contextUrl, refs);
+  yield `{"@odata.context":${JSON.stringify(contextUrl)},"value":[`;
+  for (let i = 0; i < value.length; i += ENTRIES_PER_CHUNK) {
+    yield (i > 0 ? ',' : '') + value.slice(i, i + ENTRIES_PER_CHUNK).map((entry) => JSON.stringify(entry)).join(',');
+  }
+  yield ']}';
+}

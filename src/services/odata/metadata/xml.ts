@@ -24,6 +24,9 @@ export function textElement(name: string, text: string): XmlElement {
 /** Characters XML 1.0 cannot carry at all, not even as character references (lone surrogates included). */
 const NOT_XML = /[^\t\n\r\u0020-\uD7FF\uE000-\uFFFD\u{10000}-\u{10FFFF}]/gu;
 
+/** Text escapeXml leaves as it is. */
+const PLAIN = /^[^&<>"'\t\n\r\uD800-\uDFFF\u0000-\u001F\uFFFE\uFFFF]*$/;
+
 const ENTITIES: Record<string, string> = {
   '&': '&amp;',
   '<': '&lt;',
@@ -37,6 +40,8 @@ const ENTITIES: Record<string, string> = {
 
 /** Text safe in an attribute value or element content: markup escaped, whitespace kept, impossible characters replaced by U+FFFD. */
 export function escapeXml(text: string): string {
+  // Most names and values need nothing: skip the replacing (the service-wide $metadata escapes thousands).
+  if (PLAIN.test(text)) return text;
   return text.replace(NOT_XML, '\uFFFD').replace(/[&<>"'\t\n\r]/g, (c) => ENTITIES[c]);
 }
 
@@ -56,6 +61,9 @@ export function serialize(node: XmlElement, indent = ''): string {
   return `${open}>\n${inner}\n${indent}</${node.name}>`;
 }
 
-export function xmlDocument(root: XmlElement): string {
-  return `<?xml version="1.0" encoding="utf-8"?>\n${serialize(root)}\n`;
+/** The start tag of an element whose children are written after it, as serialize writes it. */
+export function startTag(name: string, attributes: XmlElement['attributes'], indent: string): string {
+  return `${indent}<${name}${attributeText(attributes)}>`;
 }
+
+export const XML_DECLARATION = '<?xml version="1.0" encoding="utf-8"?>';
