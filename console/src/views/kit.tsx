@@ -1,0 +1,105 @@
+/** Small pieces the upload and govern views share: an action with its error, a two-step confirm, a countdown. */
+import type { ComponentChildren } from 'preact';
+import { useEffect, useState } from 'preact/hooks';
+import { ErrorNotice } from '../errors.tsx';
+
+export interface Action {
+  /** Runs `work`, keeping its failure for <ErrorNotice>; resolves true when it succeeded. */
+  run: (work: () => Promise<unknown>) => Promise<boolean>;
+  busy: boolean;
+  error: unknown;
+  clear: () => void;
+}
+
+export function useAction(): Action {
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<unknown>();
+  const run = async (work: () => Promise<unknown>) => {
+    setBusy(true);
+    setError(undefined);
+    try {
+      await work();
+      return true;
+    } catch (e) {
+      setError(e);
+      return false;
+    } finally {
+      setBusy(false);
+    }
+  };
+  return { run, busy, error, clear: () => setError(undefined) };
+}
+
+/** The action's error, dismissible. */
+export const ActionError = ({ action }: { action: Action }) => <ErrorNotice error={action.error} onDismiss={action.clear} />;
+
+/** A button that asks once more before `onConfirm` (no modal: the question replaces the button). */
+export function ConfirmButton({ label, question, onConfirm, disabled }: { label: string; question: string; onConfirm: () => void; disabled?: boolean }) {
+  const [asking, setAsking] = useState(false);
+  if (!asking)
+    return (
+      <button type="button" class="danger" disabled={disabled} onClick={() => setAsking(true)}>
+        {label}
+      </button>
+    );
+  return (
+    <span class="confirm" role="group" aria-label={question}>
+      <span>{question}</span>{' '}
+      <button
+        type="button"
+        class="danger"
+        // The question replaced the button that had focus; keep keyboard users on it.
+        ref={(el) => el?.focus()}
+        onClick={() => {
+          setAsking(false);
+          onConfirm();
+        }}
+      >
+        Yes, {label.toLowerCase()}
+      </button>{' '}
+      <button type="button" onClick={() => setAsking(false)}>
+        Cancel
+      </button>
+    </span>
+  );
+}
+
+/** "23 h 59 min" until `until`, re-rendered every `stepMs`; "now" once it has passed. */
+export function Countdown({ until, stepMs = 30_000 }: { until: string; stepMs?: number }) {
+  const [now, setNow] = useState(Date.now());
+  useEffect(() => {
+    const timer = setInterval(() => setNow(Date.now()), stepMs);
+    return () => clearInterval(timer);
+  }, [stepMs]);
+  const left = Date.parse(until) - now;
+  return <time dateTime={until} title={new Date(until).toLocaleString()}>{left <= 0 ? 'now' : formatSpan(left)}</time>;
+}
+
+export function formatSpan(ms: number): string {
+  const minutes = Math.ceil(ms / 60_000);
+  const days = Math.floor(minutes / 1440);
+  const hours = Math.floor((minutes % 1440) / 60);
+  const parts = [days && `${days} d`, hours && `${hours} h`, `${minutes % 60} min`].filter(Boolean);
+  return parts.join(' ');
+}
+
+export const when = (iso: string | null | undefined) => (iso ? new Date(iso).toLocaleString() : '—');
+
+/** A table that scrolls sideways on narrow screens instead of widening the page. */
+export function TableBox({ label, children }: { label: string; children: ComponentChildren }) {
+  return (
+    <div class="scroll" role="region" aria-label={label} tabIndex={0}>
+      <table>{children}</table>
+    </div>
+  );
+}
+
+/** A browser download of text the API answered (the link never carries the session, the fetch does). */
+export function saveText(text: string, fileName: string, type: string): void {
+  const url = URL.createObjectURL(new Blob([text], { type }));
+  const a = document.createElement('a');
+  a.href = url;
+  a.download = fileName;
+  a.click();
+  setTimeout(() => URL.revokeObjectURL(url), 10_000);
+}
