@@ -23,6 +23,7 @@ import { createJobsService, type ExternalReadOptions, type MaterializedViewOptio
 import { createUploadService, type Compactor, type CompactionSettings, type UploadService } from './services/upload/index.ts';
 import { createODataService } from './services/odata/index.ts';
 import { createIcebergService } from './services/iceberg/index.ts';
+import { registerConsole } from './services/console/index.ts';
 
 export interface AppDeps {
   db: Db;
@@ -58,6 +59,8 @@ export interface AppDeps {
   idpTimeoutSeconds?: number;
   /** The sign-in policy (tests); default: the accounts module's, else everything allowed. */
   signInPolicy?: SignInPolicy;
+  /** Serve the web console at `/` (`lakeport serve` does) from this built directory, or the default dist/console. */
+  console?: { dir?: string };
   /** Dataset lifecycle (docs/lifecycle.md): the undrop window and the grace before expired files are deleted. */
   lifecycle?: Partial<LifecycleSettings>;
   /** Compaction thresholds (LAKEPORT_COMPACTION_*, docs/compaction.md); absent: the defaults, automatic on. */
@@ -127,6 +130,9 @@ declare module 'fastify' {
 /** The eight service prefixes of the runtime contract. */
 export const SERVICE_PREFIXES = ['/auth', '/upload', '/jobs', '/billing', '/control', '/policy', '/odata', '/iceberg'] as const;
 
+/** Routes beside the services that are never the console's. */
+const OPERATIONAL_PATHS = ['/healthz', '/readyz', '/metrics', '/.well-known'] as const;
+
 const REDACTED_PATHS = [
   'req.headers.authorization',
   'req.headers["x-admin-token"]',
@@ -166,6 +172,7 @@ export async function buildApp(deps: AppDeps, options: AppOptions = {}): Promise
   if (options.apis !== false) {
     await app.register(services.auth.rootWellKnown);
     for (const api of modules.flatMap((m) => m.apis)) await mountApi(app, api);
+    if (deps.console) await registerConsole(app, { dir: deps.console.dir, reserved: [...SERVICE_PREFIXES, ...OPERATIONAL_PATHS] });
   }
   app.decorate('lakeport', services);
   // Pending automatic compactions end with the app, whether or not it runs workers.

@@ -163,6 +163,7 @@ const EnvSchema = z.object({
   LAKEPORT_COMPACTION_TARGET_FILE: z.string().regex(SIZE, 'a size such as 128MiB').default('128MiB'),
   LAKEPORT_COMPACTION_DELAY_SECONDS: z.coerce.number().min(0).max(3600).default(5),
   LAKEPORT_ICEBERG_LOCATIONS: z.enum(['http', 'storage']).default('http'),
+  LAKEPORT_CONSOLE_DIR: optionalString,
   LAKEPORT_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   LAKEPORT_TRUST_PROXY: optionalString.superRefine((v, ctx) => {
     if (v === undefined || /^(true|false)$/i.test(v)) return;
@@ -284,6 +285,8 @@ export interface Config {
    * engines that read the storage with their own credentials.
    */
   readonly icebergLocations: 'http' | 'storage';
+  /** The built web console served at `/` (`LAKEPORT_CONSOLE_DIR`; default: dist/console of this checkout, which `npm ci` builds). */
+  readonly consoleDir: string | undefined;
   readonly compaction: {
     readonly automatic: boolean;
     readonly minSmallFiles: number;
@@ -384,6 +387,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     loginTtlSeconds: e.LAKEPORT_LOGIN_TTL_SECONDS,
     idpTimeoutSeconds: e.LAKEPORT_IDP_TIMEOUT_SECONDS,
     icebergLocations: e.LAKEPORT_ICEBERG_LOCATIONS,
+    consoleDir: e.LAKEPORT_CONSOLE_DIR === undefined ? undefined : path.resolve(e.LAKEPORT_CONSOLE_DIR),
     catalogs: Object.freeze({
       timeoutMs: Math.round(e.LAKEPORT_CATALOG_TIMEOUT_SECONDS * 1000),
       allowPrivateNetworks: e.LAKEPORT_CATALOG_ALLOW_PRIVATE_NETWORKS.toLowerCase() === 'true',

@@ -101,7 +101,7 @@ export async function work(config: Config): Promise<void> {
 /** `lakeport serve` / `npm start`: every service from one process. */
 export async function serve(config: Config): Promise<void> {
   const runtime = await openRuntime(config, pino({ level: config.logLevel }));
-  const app = await buildApp(runtime.deps, { logger: { level: config.logLevel }, backgroundTasks: true, workers: true, trustProxy: config.trustProxy });
+  const app = await buildApp({ ...runtime.deps, console: { dir: config.consoleDir } }, { logger: { level: config.logLevel }, backgroundTasks: true, workers: true, trustProxy: config.trustProxy });
   const address = await app.listen({ host: config.host, port: config.port });
   if (!config.publicUrl) runtime.deps.publicUrl.settle(address);
 

@@ -1,3 +1,4 @@
+import crypto from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Principal } from '../authz/principal.ts';
 import { appError } from '../errors/index.ts';
@@ -17,6 +18,54 @@ export class InvalidTokenError extends Error {}
 
 /** The access-token cookie that `POST /auth/token?set_cookie=true` sets. */
 export const ACCESS_TOKEN_COOKIE = 'lakeport_access_token';
+/** The CSRF cookie set beside it: readable by the page, which echoes it in `CSRF_HEADER` (double submit). */
+export const CSRF_COOKIE = 'lakeport_csrf';
+export const CSRF_HEADER = 'x-csrf-token';
+
+type CookieReply = Pick<FastifyReply, 'setCookie' | 'clearCookie'>;
+
+/**
+ * Sets the browser session's cookies: the HttpOnly access token and a fresh CSRF value the page can
+ * read (not HttpOnly; SameSite=Strict), both for `maxAgeSeconds`.
+ */
+export function setSessionCookies(reply: CookieReply, accessToken: string, maxAgeSeconds: number, secure: boolean): void {
+  reply.setCookie(ACCESS_TOKEN_COOKIE, accessToken, { httpOnly: true, secure, sameSite: 'lax', path: '/', maxAge: maxAgeSeconds });
+  reply.setCookie(CSRF_COOKIE, crypto.randomBytes(32).toString('base64url'), { httpOnly: false, secure, sameSite: 'strict', path: '/', maxAge: maxAgeSeconds });
+}
+
+export function clearSessionCookies(reply: CookieReply, secure: boolean): void {
+  reply.clearCookie(ACCESS_TOKEN_COOKIE, { path: '/', httpOnly: true, secure, sameSite: 'lax' });
+  reply.clearCookie(CSRF_COOKIE, { path: '/', httpOnly: false, secure, sameSite: 'strict' });
+}
+
+const equalSecrets = (a: string, b: string) => {
+  const x = Buffer.from(a);
+  const y = Buffer.from(b);
+  return x.length === y.length && crypto.timingSafeEqual(x, y);
+};
+
+/**
+ * Why a state-changing request may not ride on the access cookie, or undefined when it may: it must
+ * come from this origin (`Origin` naming the request's own scheme and host) and carry `X-CSRF-Token`
+ * equal to the CSRF cookie. Another site can make a browser send the cookies, but neither read the
+ * CSRF cookie nor forge `Origin`.
+ */
+function csrfRefusal(request: FastifyRequest, cookies: Record<string, string | undefined>): string | undefined {
+  const origin = request.headers.origin;
+  if (!origin) return 'the request has no Origin header';
+  let parsed: URL | undefined;
+  try {
+    parsed = new URL(origin);
+  } catch {
+    parsed = undefined;
+  }
+  if (!parsed || parsed.host !== request.host || parsed.protocol !== `${request.protocol}:`) return `Origin ${origin} is not this server's`;
+  const header = request.headers[CSRF_HEADER];
+  const expected = cookies[CSRF_COOKIE];
+  if (typeof header !== 'string' || header === '') return `the ${CSRF_HEADER} header is missing`;
+  if (!expected || !equalSecrets(header, expected)) return `the ${CSRF_HEADER} header does not match the ${CSRF_COOKIE} cookie`;
+  return undefined;
+}
 
 function challenge(error?: string, description?: string): Record<string, string> {
   const params = ['realm="lakeport"'];
@@ -26,8 +75,9 @@ function challenge(error?: string, description?: string): Record<string, string>
 }
 
 /**
- * The bearer token of a request: the Authorization header, or for safe methods (GET/HEAD) the
- * HttpOnly access-token cookie, so a state-changing request can never ride on a browser cookie.
+ * The bearer token of a request: the Authorization header, else the HttpOnly access-token cookie —
+ * for safe methods (GET/HEAD) as it is, for any other method only with CSRF proof (`csrfRefusal`;
+ * without it 403 CSRF_REJECTED), so another site can never make a browser change state.
  */
 export function bearerToken(request: FastifyRequest): string | undefined {
   const header = request.headers.authorization;
@@ -36,11 +86,13 @@ export function bearerToken(request: FastifyRequest): string | undefined {
     if (!match) throw appError('INVALID_TOKEN', 'Authorization header must be "Bearer <token>"', { headers: challenge('invalid_request') });
     return match[1];
   }
-  if (request.method === 'GET' || request.method === 'HEAD') {
-    const cookie = (request as FastifyRequest & { cookies?: Record<string, string | undefined> }).cookies?.[ACCESS_TOKEN_COOKIE];
-    if (cookie) return cookie;
-  }
-  return undefined;
+  const cookies = (request as FastifyRequest & { cookies?: Record<string, string | undefined> }).cookies ?? {};
+  const cookie = cookies[ACCESS_TOKEN_COOKIE];
+  if (!cookie) return undefined;
+  if (request.method === 'GET' || request.method === 'HEAD') return cookie;
+  const refusal = csrfRefusal(request, cookies);
+  if (refusal) throw appError('CSRF_REJECTED', `A state-changing request authenticated by the session cookie needs CSRF proof: ${refusal}`);
+  return cookie;
 }
 
 export async function authenticateRequest(verifier: TokenVerifier, request: FastifyRequest): Promise<Principal> {

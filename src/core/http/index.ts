@@ -6,6 +6,10 @@ export {
   bearerToken,
   InvalidTokenError,
   ACCESS_TOKEN_COOKIE,
+  CSRF_COOKIE,
+  CSRF_HEADER,
+  setSessionCookies,
+  clearSessionCookies,
   type TokenVerifier,
 } from './authenticate.ts';
 export { queryBoolean } from './params.ts';

@@ -2,7 +2,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { AppError } from '../../core/errors/index.ts';
-import { ACCESS_TOKEN_COOKIE, bearerToken, type PublicUrl } from '../../core/http/index.ts';
+import { bearerToken, clearSessionCookies, setSessionCookies, type PublicUrl } from '../../core/http/index.ts';
 import { sha256Hex } from '../../core/crypto/index.ts';
 import { authError } from './errors.ts';
 import type { InteractiveSignIn } from './interactive.ts';
@@ -65,7 +65,7 @@ export const interactiveRoutes =
     const secure = () => publicUrl.value.startsWith('https:');
 
     const clearCookies = (reply: FastifyReply) => {
-      reply.clearCookie(ACCESS_TOKEN_COOKIE, { path: '/', httpOnly: true, secure: secure(), sameSite: 'lax' });
+      clearSessionCookies(reply, secure());
       reply.clearCookie(REFRESH_TOKEN_COOKIE, { path: '/auth', httpOnly: true, secure: secure(), sameSite: 'strict' });
     };
 
@@ -103,7 +103,7 @@ export const interactiveRoutes =
           const expiresAt = new Date(Date.now() + deps.refreshTokenTtlDays * 86_400_000);
           const credentialId = await signIn.createSession(signedIn, expiresAt);
           const issued = await tokens.issueInteractive(signedIn, credentialId, expiresAt);
-          reply.setCookie(ACCESS_TOKEN_COOKIE, issued.access_token, { httpOnly: true, secure: secure(), sameSite: 'lax', path: '/', maxAge: issued.expires_in });
+          setSessionCookies(reply, issued.access_token, issued.expires_in, secure());
           reply.setCookie(REFRESH_TOKEN_COOKIE, issued.refresh_token!, {
             httpOnly: true,
             secure: secure(),

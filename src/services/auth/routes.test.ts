@@ -268,7 +268,7 @@ describe('token endpoint', () => {
     expect(wider.json().error).toBe('invalid_scope');
   });
 
-  it('set_cookie=true sets an HttpOnly SameSite=Lax cookie that authenticates GETs only', async () => {
+  it('set_cookie=true sets an HttpOnly SameSite=Lax cookie that authenticates GETs, and unsafe methods only with CSRF proof', async () => {
     const cred = await credentialFor('olga');
     const res = await t.app.inject({ method: 'POST', url: '/auth/token?set_cookie=true', headers: FORM, payload: form({ client_id: 'olga', client_secret: cred.secret }) });
     expect(res.statusCode).toBe(200);
@@ -281,7 +281,8 @@ describe('token endpoint', () => {
     const me = await t.app.inject({ method: 'GET', url: '/auth/me', headers: { cookie: value } });
     expect(me.statusCode).toBe(200);
     const post = await t.app.inject({ method: 'POST', url: '/auth/clients/olga/credentials', headers: { cookie: value }, payload: {} });
-    expect(post.statusCode).toBe(401);
+    expect(post.statusCode).toBe(403);
+    expect(post.json().code).toBe('CSRF_REJECTED');
     const without = await t.app.inject({ method: 'POST', url: '/auth/token', headers: FORM, payload: form({ client_id: 'olga', client_secret: cred.secret }) });
     expect(without.headers['set-cookie']).toBeUndefined();
   });

@@ -3,7 +3,7 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { SCOPES } from '../../core/authz/index.ts';
 import {
-  ACCESS_TOKEN_COOKIE,
+  setSessionCookies,
   authenticateRequest,
   principalOf,
   requireAuth,
@@ -202,13 +202,7 @@ export const authRoutes =
         noStore(reply);
         const response = await grantToken(tokens, request, request.body);
         if (request.query.set_cookie) {
-          reply.setCookie(ACCESS_TOKEN_COOKIE, response.access_token, {
-            httpOnly: true,
-            secure: publicUrl.value.startsWith('https:'),
-            sameSite: 'lax',
-            path: '/',
-            maxAge: response.expires_in,
-          });
+          setSessionCookies(reply, response.access_token, response.expires_in, publicUrl.value.startsWith('https:'));
         }
         return response;
       },

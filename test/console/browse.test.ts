@@ -1,0 +1,61 @@
+/** In Chromium: sign in with a credential, browse workspaces → collections → a dataset and see its details. */
+import fs from 'node:fs';
+import path from 'node:path';
+import { beforeAll, expect, it } from 'vitest';
+import { consoleSuite, describeInBrowser, expectAccessible, signIn, type Credential } from './harness.ts';
+
+describeInBrowser('console: sign in and browse', () => {
+  const suite = consoleSuite('browse');
+  let alice: Credential;
+
+  beforeAll(async () => {
+    alice = await suite.credential('alice');
+    await suite.api.ownWorkspace(await suite.token(alice), 'alice', 'sales');
+    const file = path.join(suite.work, 'orders.csv');
+    fs.writeFileSync(file, `id,region,amount\n${Array.from({ length: 40 }, (_, i) => `${i + 1},${i % 2 ? 'north' : 'south'},${(i * 2.5).toFixed(2)}`).join('\n')}\n`);
+    await suite.upload(alice, file, 'sales.eu.orders', ['--message', 'first load']);
+  }, 120_000);
+
+  it('signs in with a client id and credential secret', async () => {
+    const { page } = suite;
+    await page.goto(`${suite.server.url}/`);
+    await page.waitForURL(/\/sign-in/);
+    await expectAccessible(page, 'sign-in');
+    // A wrong secret is shown in plain words with its code.
+    await page.getByLabel('Client id').fill('alice');
+    await page.getByLabel('Credential secret').fill('lpsk_wrong');
+    await page.getByRole('button', { name: 'Sign in', exact: true }).click();
+    await expect.poll(() => page.getByRole('alert').textContent()).toContain('INVALID_CLIENT');
+    await page.getByLabel('Credential secret').fill(alice.secret);
+    await page.getByRole('button', { name: 'Sign in', exact: true }).click();
+    await page.getByRole('button', { name: 'Sign out' }).waitFor();
+    expect(await page.locator('.identity').textContent()).toBe('alice');
+    // The token lives only in the HttpOnly cookie.
+    const cookies = await suite.context.cookies();
+    expect(cookies.find((c) => c.name === 'lakeport_access_token')?.httpOnly).toBe(true);
+    expect(await page.evaluate(() => JSON.stringify({ ...localStorage }) + JSON.stringify({ ...sessionStorage }))).not.toMatch(/eyJ/);
+    expect(await page.evaluate(() => document.cookie)).not.toContain('lakeport_access_token');
+  });
+
+  it('browses to a dataset: schema, statistics, snapshot author and message, preview, OData URL', async () => {
+    const { page } = suite;
+    await signIn(page, suite.server.url, alice);
+    await page.getByRole('link', { name: 'sales' }).click();
+    await page.getByRole('link', { name: 'eu' }).click();
+    await expectAccessible(page, 'collection');
+    await page.getByRole('link', { name: 'orders' }).click();
+    await page.waitForURL(/\/browse\/sales\/eu\/orders$/);
+    const schema = page.getByTestId('schema');
+    await schema.waitFor();
+    await expect.poll(() => schema.locator('tbody tr').count()).toBe(3);
+    expect(await schema.locator('tbody tr').first().textContent()).toMatch(/id.*(BIGINT|INTEGER|Int64)/);
+    const facts = page.getByTestId('dataset-facts');
+    expect(await facts.textContent()).toContain('40');
+    expect(await facts.textContent()).toContain('alice');
+    expect(await facts.textContent()).toContain('first load');
+    await expect.poll(() => page.getByTestId('preview').locator('tbody tr').count()).toBe(20);
+    await expect.poll(() => page.getByTestId('snapshots').locator('tbody tr').first().textContent()).toContain('first load');
+    expect(await page.getByLabel('OData feed').inputValue()).toBe(`${suite.server.url}/odata/api/v4/sales/eu/orders`);
+    await expectAccessible(page, 'dataset');
+  });
+});
