@@ -27,12 +27,12 @@ describeInBrowser('console: upload wizard', () => {
     await suite.api.ownWorkspace(token, 'alice', 'sales');
   }, 120_000);
 
-  it('negotiates, shows the plan with a warning, accepts, sends with progress and commits', async () => {
+  it('negotiates, shows the plan with a warning, accepts, sends with progress and commits', { timeout: 90_000 }, async () => {
     const { page } = suite;
     const file = path.join(suite.work, 'orders.csv');
     // ~500 KB, sampled whole; amounts with two decimals are inferred DECIMAL, with a warning.
     fs.writeFileSync(file, `id,region,amount\n${Array.from({ length: ROWS }, (_, i) => `${i + 1},${i % 2 ? 'north' : 'south'},${((i * 7) % 1000) + 0.25}`).join('\n')}\n`);
-    await signIn(page, suite.server.url, alice, '/upload');
+    await signIn(page, suite.server.url, alice, '/load');
     await page.getByRole('heading', { name: 'Upload a file' }).waitFor();
     await expectAccessible(page, 'upload: choose');
 
@@ -82,9 +82,9 @@ describeInBrowser('console: upload wizard', () => {
     expect(await rowCount()).toBe(ROWS);
   });
 
-  it('shows the column, row and value of a refused value (409) and stores nothing', async () => {
+  it('shows the column, row and value of a refused value (409) and stores nothing', { timeout: 60_000 }, async () => {
     const { page } = suite;
-    await signIn(page, suite.server.url, alice, '/upload');
+    await signIn(page, suite.server.url, alice, '/load');
     await page.getByLabel(/Destination dataset/).fill('sales.orders.daily');
     // Dropped onto the drop zone, as a person drags a file in.
     const csv = 'id,region,amount\n1,north,1.25\n2,south,2.50\n3,north,abc\n4,south,4.75\n';
