@@ -75,8 +75,10 @@ export function Countdown({ until, stepMs = 30_000 }: { until: string; stepMs?: 
   return <time dateTime={until} title={new Date(until).toLocaleString()}>{left <= 0 ? 'now' : formatSpan(left)}</time>;
 }
 
+/** Whole days, hours and minutes of `ms`, rounded down (a countdown never promises time that is not there). */
 export function formatSpan(ms: number): string {
-  const minutes = Math.ceil(ms / 60_000);
+  const minutes = Math.floor(ms / 60_000);
+  if (minutes < 1) return 'under a minute';
   const days = Math.floor(minutes / 1440);
   const hours = Math.floor((minutes % 1440) / 60);
   const parts = [days && `${days} d`, hours && `${hours} h`, `${minutes % 60} min`].filter(Boolean);
