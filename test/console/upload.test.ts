@@ -7,7 +7,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { beforeAll, expect, it } from 'vitest';
-import { consoleSuite, describeInBrowser, expectAccessible, signIn, type Credential } from './harness.ts';
+import { ARTIFACTS, consoleSuite, describeInBrowser, expectAccessible, signIn, type Credential } from './harness.ts';
 
 const ROWS = 20_000;
 
@@ -46,8 +46,15 @@ describeInBrowser('console: upload wizard', () => {
     expect(await plan.locator('tbody tr', { hasText: 'amount' }).textContent()).toMatch(/DECIMAL/);
     const warnings = page.getByRole('region', { name: 'Warnings issues' });
     expect(await warnings.textContent()).toContain('INFERRED_DECIMAL');
+    await page.screenshot({ path: path.join(ARTIFACTS, 'upload-plan-with-a-warning.png'), fullPage: true });
     expect(await page.locator('.wizard').textContent()).toContain('contract proposed');
     await expectAccessible(page, 'upload: plan');
+
+    // Leave `region` out: the contract is planned again (PATCH), still proposed, the warning stays.
+    await page.getByRole('checkbox', { name: 'Load region' }).uncheck();
+    await page.getByRole('button', { name: 'Apply column changes' }).click();
+    await expect.poll(() => plan.locator('tbody tr', { hasText: 'region' }).textContent()).toContain('ignored');
+    expect(await warnings.textContent()).toContain('INFERRED_DECIMAL');
 
     // Narrow (tablet) layout: the plan table scrolls inside its box, the page does not.
     await page.setViewportSize({ width: 768, height: 900 });
@@ -80,6 +87,8 @@ describeInBrowser('console: upload wizard', () => {
     await expect.poll(() => page.locator('.success').textContent()).toContain(`Committed ${ROWS} rows to sales.orders.daily`);
     await expectAccessible(page, 'upload: committed');
     expect(await rowCount()).toBe(ROWS);
+    const first = suite.api.expectStatus(await suite.api.call('GET', '/odata/api/v4/sales/orders/daily?$top=1&$orderby=id', { token }), 200);
+    expect(Object.keys(first.value[0]).filter((k) => !k.startsWith('_')).sort()).toEqual(['amount', 'id']);
   });
 
   it('shows the column, row and value of a refused value (409) and stores nothing', { timeout: 60_000 }, async () => {
@@ -108,10 +117,18 @@ describeInBrowser('console: upload wizard', () => {
     expect(facts).toMatch(/Row4/);
     expect(facts).toContain('"abc"');
     await expectAccessible(page, 'upload: refused');
+    await page.screenshot({ path: path.join(ARTIFACTS, 'upload-refused-value-409.png'), fullPage: true });
     expect(await rowCount()).toBe(ROWS);
 
-    // Starting over abandons the contract and shows the first step again.
-    await page.getByRole('button', { name: 'Start over' }).click();
+    // One of the ways the answer offers: leave such records out, send again, commit the other three.
+    await page.getByRole('button', { name: 'Leave such records out and send again' }).click();
+    await expect.poll(() => page.getByRole('status').first().textContent()).toContain('Sent: 3 rows');
+    await page.getByRole('button', { name: 'Commit' }).click();
+    await expect.poll(() => page.locator('.success').textContent()).toContain('Committed 3 rows');
+    expect(await rowCount()).toBe(ROWS + 3);
+
+    // Another file refused, then the wizard started over: the contract is abandoned, the first step shows again.
+    await page.getByRole('button', { name: 'Upload another file' }).click();
     await page.getByRole('button', { name: 'Check the file' }).waitFor();
   });
 });

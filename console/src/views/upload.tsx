@@ -4,8 +4,8 @@
  * refused value (409 VALUE_NOT_STORABLE) is shown with its column, row and value.
  */
 import { useState } from 'preact/hooks';
-import type { components } from '../../../src/client/generated/upload.ts';
-import { api, data, sessionHeaders, toApiError, type ApiError } from '../api.ts';
+import type { components, paths } from '../../../src/client/generated/upload.ts';
+import { api, data, networkError, sessionExpired, sessionHeaders, toApiError, type ApiError } from '../api.ts';
 import { ErrorNotice } from '../errors.tsx';
 import { Link } from '../link.tsx';
 import { pathFor } from '../router.ts';
@@ -17,6 +17,7 @@ type Contract = components['schemas']['Contract'];
 type WriteResult = components['schemas']['WriteResult'];
 type CommitResult = components['schemas']['CommitResult'];
 type ContractRequest = { destination: string; commit_mode?: 'append' | 'replace' };
+type Replan = paths['/upload/v2/contracts/{contract_id}']['patch']['requestBody']['content']['application/json'];
 
 type Step =
   | { at: 'choose' }
@@ -94,14 +95,23 @@ export default function UploadView() {
       const url = `/upload/v2/contracts/${encodeURIComponent(contract.contract_id)}/data`;
       const answer = await sendWithProgress(url, file, headers, (sent, total) => setStep({ at: 'sending', contract, sent, total })).catch((e: unknown) => {
         setStep({ at: 'plan', contract });
-        throw e;
+        throw networkError(e);
       });
+      if (answer.status === 401) sessionExpired();
       if (answer.status === 200) return setStep({ at: 'written', contract, written: answer.body as WriteResult });
       const error = toApiError(answer.status, answer.body);
       const refusal = refusalOf(error, answer.body);
       if (refusal) return setStep({ at: 'refused', contract, error, refusal });
       setStep({ at: 'plan', contract });
       throw error;
+    });
+
+  /** PATCH: retype or leave out columns, or change on_error; the whole contract is planned again. */
+  const replan = (contract: Contract, change: Replan, then?: (replanned: Contract) => Promise<unknown>) =>
+    action.run(async () => {
+      const replanned = await data(api.PATCH('/upload/v2/contracts/{contract_id}', { params: { path: { contract_id: contract.contract_id } }, body: change }));
+      setStep({ at: 'plan', contract: replanned });
+      if (then) await then(replanned);
     });
 
   const commit = (contract: Contract) =>
@@ -194,7 +204,7 @@ export default function UploadView() {
 
       {step.at === 'plan' && (
         <>
-          <Plan contract={step.contract} />
+          <Plan contract={step.contract} busy={action.busy} onReplan={(columns) => void replan(step.contract, { columns })} />
           <div class="buttons">
             {step.contract.state === 'proposed' && (
               <button type="button" class="primary" disabled={action.busy || blocked(step.contract)} onClick={() => void accept(step.contract)}>
@@ -245,10 +255,16 @@ export default function UploadView() {
             <dt>Expected type</dt>
             <dd>{step.refusal.type ?? '—'}</dd>
           </dl>
-          <p>Nothing was stored. Fix the value in the file and start over.</p>
+          <p>Nothing was stored. Fix the value in the file and start over, or send the file again storing such values differently.</p>
           <div class="buttons">
             <button type="button" class="primary" disabled={action.busy} onClick={() => void restart()}>
               Start over
+            </button>
+            <button type="button" disabled={action.busy} onClick={() => void replan(step.contract, { columns: {}, on_error: 'null' }, (c) => send(c))}>
+              Store NULL for such values and send again
+            </button>
+            <button type="button" disabled={action.busy} onClick={() => void replan(step.contract, { columns: {}, on_error: 'skip' }, (c) => send(c))}>
+              Leave such records out and send again
             </button>
           </div>
         </div>
@@ -297,11 +313,21 @@ function ContractSummary({ contract, file }: { contract: Contract; file?: File }
   );
 }
 
-function Plan({ contract }: { contract: Contract }) {
+/** Types a column can be stored as (the input takes any DuckDB type; these are offered). */
+const TYPES = ['BOOLEAN', 'INTEGER', 'BIGINT', 'DOUBLE', 'DECIMAL(18,2)', 'VARCHAR', 'DATE', 'TIMESTAMP', 'TIMESTAMPTZ'];
+
+type Edits = Replan['columns'];
+
+function Plan({ contract, busy, onReplan }: { contract: Contract; busy: boolean; onReplan: (columns: Edits) => void }) {
+  const [edits, setEdits] = useState<Edits>({});
+  const open = contract.state === 'proposed' || contract.state === 'accepted';
+  // The dataset declares its types: there a column can only be left out.
+  const retypable = open && contract.mode !== 'dataset';
+  const edit = (column: string, change: { type?: string; ignore?: boolean }) => setEdits({ ...edits, [column]: { ...edits[column], ...change } });
   const warnings = contract.issues.filter((i) => i.severity === 'warning');
   const blocking = contract.issues.filter((i) => i.severity === 'blocking');
   return (
-    <div class="stack">
+    <div class="stack wide">
       <h2>Plan</h2>
       <TableBox label="Columns of the plan">
         <thead>
@@ -312,6 +338,7 @@ function Plan({ contract }: { contract: Contract }) {
             <th scope="col">Action</th>
             <th scope="col">Nullable</th>
             <th scope="col">Sample value</th>
+            {open && <th scope="col">Load</th>}
           </tr>
         </thead>
         <tbody>
@@ -319,7 +346,19 @@ function Plan({ contract }: { contract: Contract }) {
             <tr key={entry.column}>
               <th scope="row">{entry.column}</th>
               <td>{entry.source_type ?? '—'}</td>
-              <td>{entry.target_type ?? '—'}</td>
+              <td>
+                {retypable && entry.target_type !== null ? (
+                  <input
+                    class="type"
+                    list="column-types"
+                    aria-label={`Type of ${entry.column}`}
+                    value={edits[entry.column]?.type ?? entry.target_type}
+                    onInput={(e) => edit(entry.column, { type: e.currentTarget.value.trim() })}
+                  />
+                ) : (
+                  (entry.target_type ?? '—')
+                )}
+              </td>
               <td>
                 <span class={`tag action-${entry.action}`}>{entry.action}</span>
               </td>
@@ -327,10 +366,39 @@ function Plan({ contract }: { contract: Contract }) {
               <td>
                 <code>{sampleText(contract.values[entry.column])}</code>
               </td>
+              {open && (
+                <td>
+                  <input
+                    type="checkbox"
+                    aria-label={`Load ${entry.column}`}
+                    checked={!(edits[entry.column]?.ignore ?? entry.action === 'ignored')}
+                    onChange={(e) => edit(entry.column, { ignore: !e.currentTarget.checked })}
+                  />
+                </td>
+              )}
             </tr>
           ))}
         </tbody>
       </TableBox>
+      <datalist id="column-types">
+        {TYPES.map((t) => (
+          <option key={t} value={t} />
+        ))}
+      </datalist>
+      {open && (
+        <div>
+          <button
+            type="button"
+            disabled={busy || Object.keys(edits).length === 0}
+            onClick={() => {
+              onReplan(edits);
+              setEdits({});
+            }}
+          >
+            Apply column changes
+          </button>
+        </div>
+      )}
       <h2>Issues</h2>
       {contract.issues.length === 0 && <p>No issues.</p>}
       {blocking.length > 0 && <IssueList title="Blocking" kind="blocking" issues={blocking} />}
