@@ -11,7 +11,7 @@ import { Link } from '../link.tsx';
 import { pathFor } from '../router.ts';
 import type { ViewProps } from '../routes.ts';
 import { useApi } from '../use-api.ts';
-import { ActionError, ConfirmButton, Countdown, TableBox, useAction, when } from './kit.tsx';
+import { ActionError, Choice, ConfirmButton, Countdown, OneFieldForm, TableBox, useAction, when } from './kit.tsx';
 import './views.css';
 
 const SECTIONS = {
@@ -59,6 +59,10 @@ export default function AccountView({ params }: ViewProps) {
 }
 
 type AccountProps = { accountId: string };
+const ACCOUNT_ROLES = [
+  ['member', 'member'],
+  ['billing_admin', 'billing admin'],
+] as const;
 
 function Members({ accountId }: AccountProps) {
   const path = { account_id: accountId };
@@ -72,37 +76,20 @@ function Members({ accountId }: AccountProps) {
       <ActionError action={action} />
       <ErrorNotice error={list.error} />
       {list.value && (
-        <TableBox label="Members">
-          <thead>
-            <tr>
-              <th scope="col">Identity</th>
-              <th scope="col">Email</th>
-              <th scope="col">Role</th>
-              <th scope="col">State</th>
-              <th scope="col">Since / invite expires</th>
-              <th scope="col">
-                <span class="sr-only">Actions</span>
-              </th>
-            </tr>
-          </thead>
-          <tbody>
+        <TableBox label="Members" columns={['Identity', 'Email', 'Role', 'State', 'Since / invite expires', '']}>
             {list.value.map((m) => (
               <tr key={m.identity}>
                 <th scope="row">{m.identity}</th>
                 <td>{m.email ?? '—'}</td>
                 <td>
-                  <select
-                    aria-label={`Role of ${m.identity}`}
+                  <Choice
+                    label={`Role of ${m.identity}`}
+                    hideLabel
                     value={m.role}
+                    choices={ACCOUNT_ROLES}
                     disabled={action.busy}
-                    onChange={(e) => {
-                      const role = e.currentTarget.value as 'member' | 'billing_admin';
-                      void action.run(() => data(api.PATCH('/control/v1/accounts/{account_id}/members/{identity}', { params: member(m.identity), body: { role } })).then(done));
-                    }}
-                  >
-                    <option value="member">member</option>
-                    <option value="billing_admin">billing admin</option>
-                  </select>
+                    onChange={(role) => void action.run(() => data(api.PATCH('/control/v1/accounts/{account_id}/members/{identity}', { params: member(m.identity), body: { role } })).then(done))}
+                  />
                 </td>
                 <td>{m.state === 'pending' ? 'invited' : 'active'}</td>
                 <td>{m.state === 'pending' && m.invite_expires_at ? <>expires in <Countdown until={m.invite_expires_at} /></> : when(m.added_at)}</td>
@@ -116,7 +103,6 @@ function Members({ accountId }: AccountProps) {
                 </td>
               </tr>
             ))}
-          </tbody>
         </TableBox>
       )}
       <form
@@ -141,13 +127,7 @@ function Members({ accountId }: AccountProps) {
             Email
             <input name="email" type="email" required value={invite.email} onInput={(e) => setInvite({ ...invite, email: e.currentTarget.value })} />
           </label>
-          <label>
-            Role
-            <select value={invite.role} onChange={(e) => setInvite({ ...invite, role: e.currentTarget.value as 'member' | 'billing_admin' })}>
-              <option value="member">member</option>
-              <option value="billing_admin">billing admin</option>
-            </select>
-          </label>
+          <Choice label="Role" value={invite.role} choices={ACCOUNT_ROLES} onChange={(role) => setInvite({ ...invite, role })} />
         </div>
         <div>
           <button type="submit" class="primary" disabled={action.busy}>
@@ -174,19 +154,7 @@ function Workspaces({ accountId }: AccountProps) {
       <ErrorNotice error={list.error} />
       {list.value && list.value.length === 0 && <p>The account has no workspaces.</p>}
       {list.value && list.value.length > 0 && (
-        <TableBox label="Workspaces">
-          <thead>
-            <tr>
-              <th scope="col">Workspace</th>
-              <th scope="col">State</th>
-              <th scope="col">Protection</th>
-              <th scope="col">Created</th>
-              <th scope="col">
-                <span class="sr-only">Actions</span>
-              </th>
-            </tr>
-          </thead>
-          <tbody>
+        <TableBox label="Workspaces" columns={['Workspace', 'State', 'Protection', 'Created', '']}>
             {list.value.map((w) => (
               <tr key={w.name} class={w.state === 'deleted' ? 'deleted' : undefined}>
                 <th scope="row">{w.name}</th>
@@ -218,7 +186,6 @@ function Workspaces({ accountId }: AccountProps) {
                 </td>
               </tr>
             ))}
-          </tbody>
         </TableBox>
       )}
     </>
@@ -229,7 +196,6 @@ function ServiceAccounts({ accountId }: AccountProps) {
   const path = { account_id: accountId };
   const list = useApi(() => data(api.GET('/control/v1/accounts/{account_id}/service-accounts', { params: { path } })), [accountId]);
   const action = useAction();
-  const [identity, setIdentity] = useState('');
   const full = list.value !== undefined && list.value.used >= list.value.limit;
   return (
     <>
@@ -240,22 +206,7 @@ function ServiceAccounts({ accountId }: AccountProps) {
           <p>
             Plan <strong>{list.value.plan}</strong>: {list.value.used} of {list.value.limit} service accounts used.
           </p>
-          <TableBox label="Service accounts">
-            <thead>
-              <tr>
-                <th scope="col">Identity</th>
-                <th scope="col">Added</th>
-                <th scope="col">
-                  <span class="sr-only">Actions</span>
-                </th>
-              </tr>
-            </thead>
-            <tbody>
-              {list.value.service_accounts.length === 0 && (
-                <tr>
-                  <td colSpan={3}>No service accounts.</td>
-                </tr>
-              )}
+          <TableBox label="Service accounts" columns={['Identity', 'Added', '']} empty={list.value.service_accounts.length === 0 && 'No service accounts.'}>
               {list.value.service_accounts.map((s) => (
                 <tr key={s.identity}>
                   <th scope="row">{s.identity}</th>
@@ -272,30 +223,18 @@ function ServiceAccounts({ accountId }: AccountProps) {
                   </td>
                 </tr>
               ))}
-            </tbody>
           </TableBox>
         </>
       )}
-      <form
-        class="inline-form"
-        onSubmit={(e) => {
-          e.preventDefault();
-          void action.run(async () => {
-            await data(api.POST('/control/v1/accounts/{account_id}/service-accounts', { params: { path }, body: { identity: identity.trim() } }));
-            setIdentity('');
-            list.reload();
-          });
-        }}
+      <OneFieldForm
+        label="Add a service account (its client id)"
+        name="identity"
+        button="Add"
+        disabled={action.busy}
+        submit={(identity) => action.run(() => data(api.POST('/control/v1/accounts/{account_id}/service-accounts', { params: { path }, body: { identity } })).then(list.reload))}
       >
-        <label>
-          Add a service account (its client id)
-          <input name="identity" required value={identity} onInput={(e) => setIdentity(e.currentTarget.value)} autoComplete="off" />
-        </label>
-        <button type="submit" class="primary" disabled={action.busy}>
-          Add
-        </button>
         {full && <span class="muted">The plan has no room left; adding answers why.</span>}
-      </form>
+      </OneFieldForm>
     </>
   );
 }
@@ -304,7 +243,6 @@ function Domains({ accountId }: AccountProps) {
   const path = { account_id: accountId };
   const list = useApi(() => data(api.GET('/control/v1/accounts/{account_id}/domains', { params: { path } })), [accountId]);
   const action = useAction();
-  const [domain, setDomain] = useState('');
   const [checked, setChecked] = useState<string>();
   const one = (d: string) => ({ path: { account_id: accountId, domain: d } });
   return (
@@ -313,23 +251,7 @@ function Domains({ accountId }: AccountProps) {
       <ErrorNotice error={list.error} />
       {checked && <p role="status">{checked}</p>}
       {list.value && (
-        <TableBox label="Domains">
-          <thead>
-            <tr>
-              <th scope="col">Domain</th>
-              <th scope="col">State</th>
-              <th scope="col">TXT record to publish</th>
-              <th scope="col">
-                <span class="sr-only">Actions</span>
-              </th>
-            </tr>
-          </thead>
-          <tbody>
-            {list.value.domains.length === 0 && (
-              <tr>
-                <td colSpan={4}>No domains claimed.</td>
-              </tr>
-            )}
+        <TableBox label="Domains" columns={['Domain', 'State', 'TXT record to publish', '']} empty={list.value.domains.length === 0 && 'No domains claimed.'}>
             {list.value.domains.map((d) => (
               <tr key={d.domain}>
                 <th scope="row">{d.domain_unicode}</th>
@@ -357,28 +279,16 @@ function Domains({ accountId }: AccountProps) {
                 </td>
               </tr>
             ))}
-          </tbody>
         </TableBox>
       )}
-      <form
-        class="inline-form"
-        onSubmit={(e) => {
-          e.preventDefault();
-          void action.run(async () => {
-            await data(api.POST('/control/v1/accounts/{account_id}/domains', { params: { path }, body: { domain: domain.trim() } }));
-            setDomain('');
-            list.reload();
-          });
-        }}
-      >
-        <label>
-          Claim a domain
-          <input name="domain" required value={domain} onInput={(e) => setDomain(e.currentTarget.value)} placeholder="example.com" autoComplete="off" />
-        </label>
-        <button type="submit" class="primary" disabled={action.busy}>
-          Claim
-        </button>
-      </form>
+      <OneFieldForm
+        label="Claim a domain"
+        name="domain"
+        button="Claim"
+        placeholder="example.com"
+        disabled={action.busy}
+        submit={(domain) => action.run(() => data(api.POST('/control/v1/accounts/{account_id}/domains', { params: { path }, body: { domain } })).then(list.reload))}
+      />
     </>
   );
 }

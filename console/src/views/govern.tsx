@@ -1,10 +1,10 @@
 /** Govern: pick a workspace for its access policies; the account's pages are a link away. */
-import { useState } from 'preact/hooks';
 import { api, data, whoAmI } from '../api.ts';
 import { ErrorNotice } from '../errors.tsx';
 import { Link } from '../link.tsx';
 import { navigate, pathFor } from '../router.ts';
 import { useApi } from '../use-api.ts';
+import { OneFieldForm } from './kit.tsx';
 import './views.css';
 
 export default function GovernView() {
@@ -14,7 +14,6 @@ export default function GovernView() {
     const all = await data(api.GET('/billing/v1/accounts/{account_id}/workspaces', { params: { path: { account_id: me.billing_account } } }));
     return all.filter((w) => w.state === 'active').map((w) => w.name);
   }, []);
-  const [name, setName] = useState('');
   return (
     <section>
       <h1>Govern</h1>
@@ -30,19 +29,7 @@ export default function GovernView() {
           ))}
         </ul>
       )}
-      <form
-        class="inline-form"
-        onSubmit={(e) => {
-          e.preventDefault();
-          if (name.trim()) navigate(pathFor('/govern/:workspace', { workspace: name.trim() }));
-        }}
-      >
-        <label>
-          Workspace
-          <input name="workspace" required value={name} onInput={(e) => setName(e.currentTarget.value)} autoComplete="off" />
-        </label>
-        <button type="submit">Open its policies</button>
-      </form>
+      <OneFieldForm label="Workspace" name="workspace" button="Open its policies" submit={(workspace) => navigate(pathFor('/govern/:workspace', { workspace }))} />
       <h2>Billing account</h2>
       <p>
         <Link href="/account/members">Members and invites</Link> · <Link href="/account/workspaces">Workspaces</Link> · <Link href="/account/service-accounts">Service accounts</Link> ·{' '}

@@ -87,12 +87,79 @@ export function formatSpan(ms: number): string {
 
 export const when = (iso: string | null | undefined) => (iso ? new Date(iso).toLocaleString() : '—');
 
-/** A table that scrolls sideways on narrow screens instead of widening the page. */
-export function TableBox({ label, children }: { label: string; children: ComponentChildren }) {
+/**
+ * A table that scrolls sideways on narrow screens instead of widening the page. `columns` are the
+ * header cells ('' is a row-actions column, named for screen readers only); `empty`, when given, is
+ * the one row shown instead of `children`.
+ */
+export function TableBox({ label, columns, empty, children }: { label: string; columns: string[]; empty?: string | false; children: ComponentChildren }) {
   return (
     <div class="scroll" role="region" aria-label={label} tabIndex={0}>
-      <table>{children}</table>
+      <table>
+        <thead>
+          <tr>
+            {columns.map((c, i) => (
+              <th scope="col" key={i}>
+                {c || <span class="sr-only">Actions</span>}
+              </th>
+            ))}
+          </tr>
+        </thead>
+        <tbody>
+          {empty ? (
+            <tr>
+              <td colSpan={columns.length}>{empty}</td>
+            </tr>
+          ) : (
+            children
+          )}
+        </tbody>
+      </table>
     </div>
+  );
+}
+
+/** A labelled select of fixed choices: [value, text] pairs; `hideLabel` names it for screen readers only (in a table row). */
+export function Choice<T extends string>({ label, value, choices, onChange, hideLabel, disabled }: { label: string; value: T; choices: readonly (readonly [T, string])[]; onChange: (value: T) => void; hideLabel?: boolean; disabled?: boolean }) {
+  const select = (
+    <select aria-label={hideLabel ? label : undefined} value={value} disabled={disabled} onChange={(e) => onChange(e.currentTarget.value as T)}>
+      {choices.map(([v, text]) => (
+        <option key={v} value={v}>
+          {text}
+        </option>
+      ))}
+    </select>
+  );
+  return hideLabel ? (
+    select
+  ) : (
+    <label>
+      {label}
+      {select}
+    </label>
+  );
+}
+
+/** A one-field form (label, input, button): `submit` gets the trimmed value; the field is cleared when it resolves true. */
+export function OneFieldForm({ label, name, button, placeholder, disabled, submit, children }: { label: string; name: string; button: string; placeholder?: string; disabled?: boolean; submit: (value: string) => Promise<boolean> | void; children?: ComponentChildren }) {
+  const [value, setValue] = useState('');
+  return (
+    <form
+      class="inline-form"
+      onSubmit={(e) => {
+        e.preventDefault();
+        void Promise.resolve(submit(value.trim())).then((done) => done && setValue(''));
+      }}
+    >
+      <label>
+        {label}
+        <input name={name} required value={value} placeholder={placeholder} onInput={(e) => setValue(e.currentTarget.value)} autoComplete="off" />
+      </label>
+      <button type="submit" class="primary" disabled={disabled}>
+        {button}
+      </button>
+      {children}
+    </form>
   );
 }
 

@@ -9,13 +9,17 @@ import { ErrorNotice } from '../errors.tsx';
 import { Link } from '../link.tsx';
 import type { ViewProps } from '../routes.ts';
 import { useApi } from '../use-api.ts';
-import { ActionError, ConfirmButton, TableBox, saveText, useAction, when, type Action } from './kit.tsx';
+import { ActionError, Choice, ConfirmButton, TableBox, saveText, useAction, when, type Action } from './kit.tsx';
 import './views.css';
 
 type Grant = paths['/policy/v1/access/workspace/{workspace}/policies']['post']['requestBody']['content']['application/json'];
 type Policy = paths['/policy/v1/access/workspace/{workspace}']['get']['responses'][200]['content']['application/json']['policies'][number];
 type Role = Grant['role'];
-const ROLES: Role[] = ['reader', 'writer', 'admin', 'owner'];
+const ROLES = (['reader', 'writer', 'admin', 'owner'] as const).map((r) => [r, r] as const);
+const KINDS = [
+  ['user', 'user'],
+  ['service_account', 'service account'],
+] as const;
 
 export default function PoliciesView({ params }: ViewProps) {
   const workspace = params.workspace;
@@ -50,25 +54,7 @@ export default function PoliciesView({ params }: ViewProps) {
         </button>
       </div>
       {list.value && (
-        <TableBox label={`Policies of ${workspace}`}>
-          <thead>
-            <tr>
-              <th scope="col">Principal</th>
-              <th scope="col">Role</th>
-              <th scope="col">Pattern</th>
-              <th scope="col">Granted by</th>
-              <th scope="col">Changed</th>
-              <th scope="col">
-                <span class="sr-only">Actions</span>
-              </th>
-            </tr>
-          </thead>
-          <tbody>
-            {list.value.policies.length === 0 && (
-              <tr>
-                <td colSpan={6}>No policies.</td>
-              </tr>
-            )}
+        <TableBox label={`Policies of ${workspace}`} columns={['Principal', 'Role', 'Pattern', 'Granted by', 'Changed', '']} empty={list.value.policies.length === 0 && 'No policies.'}>
             {list.value.policies.map((policy) =>
               editing === policy.policy_id ? (
                 <PolicyEditor key={policy.policy_id} workspace={workspace} policy={policy} action={action} onDone={() => (setEditing(undefined), list.reload())} />
@@ -93,23 +79,10 @@ export default function PoliciesView({ params }: ViewProps) {
                 </tr>
               ),
             )}
-          </tbody>
         </TableBox>
       )}
       <GrantForm workspace={workspace} action={action} onGranted={list.reload} />
     </section>
-  );
-}
-
-function RoleSelect({ value, onChange, label }: { value: Role; onChange: (role: Role) => void; label: string }) {
-  return (
-    <select aria-label={label} value={value} onChange={(e) => onChange(e.currentTarget.value as Role)}>
-      {ROLES.map((r) => (
-        <option key={r} value={r}>
-          {r}
-        </option>
-      ))}
-    </select>
   );
 }
 
@@ -128,7 +101,7 @@ function PolicyEditor({ workspace, policy, action, onDone }: { workspace: string
     <tr>
       <th scope="row">{policy.principal.identity}</th>
       <td>
-        <RoleSelect value={role} onChange={setRole} label={`Role of ${policy.principal.identity}`} />
+        <Choice label={`Role of ${policy.principal.identity}`} hideLabel value={role} choices={ROLES} onChange={setRole} />
       </td>
       <td>
         <input form={formId} aria-label={`Pattern of ${policy.principal.identity}`} value={pattern} required onInput={(e) => setPattern(e.currentTarget.value)} />
@@ -168,17 +141,8 @@ function GrantForm({ workspace, action, onGranted }: { workspace: string; action
           Identity
           <input name="identity" required value={grant.identity} onInput={(e) => setGrant({ ...grant, identity: e.currentTarget.value })} autoComplete="off" />
         </label>
-        <label>
-          Kind
-          <select value={grant.type} onChange={(e) => setGrant({ ...grant, type: e.currentTarget.value as 'user' | 'service_account' })}>
-            <option value="user">user</option>
-            <option value="service_account">service account</option>
-          </select>
-        </label>
-        <label>
-          Role
-          <RoleSelect value={grant.role} onChange={(role) => setGrant({ ...grant, role })} label="Role" />
-        </label>
+        <Choice label="Kind" value={grant.type} choices={KINDS} onChange={(type) => setGrant({ ...grant, type })} />
+        <Choice label="Role" value={grant.role} choices={ROLES} onChange={(role) => setGrant({ ...grant, role })} />
         <label>
           Pattern <span class="muted">(ws.*, ws.collection.*, ws.collection.dataset)</span>
           <input name="pattern" required value={grant.pattern} onInput={(e) => setGrant({ ...grant, pattern: e.currentTarget.value })} />

@@ -329,19 +329,7 @@ function Plan({ contract, busy, onReplan }: { contract: Contract; busy: boolean;
   return (
     <div class="stack wide">
       <h2>Plan</h2>
-      <TableBox label="Columns of the plan">
-        <thead>
-          <tr>
-            <th scope="col">Column</th>
-            <th scope="col">In the file</th>
-            <th scope="col">Stored as</th>
-            <th scope="col">Action</th>
-            <th scope="col">Nullable</th>
-            <th scope="col">Sample value</th>
-            {open && <th scope="col">Load</th>}
-          </tr>
-        </thead>
-        <tbody>
+      <TableBox label="Columns of the plan" columns={['Column', 'In the file', 'Stored as', 'Action', 'Nullable', 'Sample value', ...(open ? ['Load'] : [])]}>
           {contract.plan.map((entry) => (
             <tr key={entry.column}>
               <th scope="row">{entry.column}</th>
@@ -378,7 +366,6 @@ function Plan({ contract, busy, onReplan }: { contract: Contract; busy: boolean;
               )}
             </tr>
           ))}
-        </tbody>
       </TableBox>
       <datalist id="column-types">
         {TYPES.map((t) => (
