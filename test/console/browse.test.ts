@@ -58,4 +58,32 @@ describeInBrowser('console: sign in and browse', () => {
     expect(await page.getByLabel('OData feed').inputValue()).toBe(`${suite.server.url}/odata/api/v4/sales/eu/orders`);
     await expectAccessible(page, 'dataset');
   });
+
+  it('signs out: the cookies are gone and the console asks to sign in again', async () => {
+    const { page } = suite;
+    await signIn(page, suite.server.url, alice);
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.waitForURL(/\/sign-in$/);
+    const cookies = await suite.context.cookies();
+    expect(cookies.map((c) => c.name)).not.toContain('lakeport_access_token');
+    await page.goto(`${suite.server.url}/browse/sales`);
+    await page.waitForURL(/\/sign-in\?next=%2Fbrowse%2Fsales$/);
+    await expectAccessible(page, 'sign-in after sign-out');
+  });
+
+  it('an expired session returns to sign-in and, signed in again, to the same page', async () => {
+    const { page } = suite;
+    await signIn(page, suite.server.url, alice, '/browse/sales/eu');
+    await page.waitForURL(/\/browse\/sales\/eu$/);
+    // The access cookie expires (as it does after its Max-Age): the next API call answers 401.
+    await suite.context.clearCookies({ name: 'lakeport_access_token' });
+    await page.getByRole('link', { name: 'orders' }).click();
+    await page.waitForURL(/\/sign-in\?next=%2Fbrowse%2Fsales%2Feu%2Forders$/);
+    expect(await page.getByText('Your session ended').count()).toBe(1);
+    await page.getByLabel('Client id').fill(alice.clientId);
+    await page.getByLabel('Credential secret').fill(alice.secret);
+    await page.getByRole('button', { name: 'Sign in', exact: true }).click();
+    await page.waitForURL(/\/browse\/sales\/eu\/orders$/);
+    await page.getByTestId('schema').waitFor();
+  });
 });

@@ -25,7 +25,10 @@ const hasChromium = fs.existsSync(CHROMIUM);
 
 /** `describe` when Chromium is installed, else a skipped suite that says why. */
 export function describeInBrowser(name: string, body: () => void): void {
-  if (hasChromium) return describe(name, body);
+  if (hasChromium) {
+    describe(name, body);
+    return;
+  }
   console.warn(`[console tests] skipped "${name}": ${CHROMIUM} is missing (apt-get install -y chromium; .ci/run installs it)`);
   describe.skip(name, body);
 }
@@ -121,7 +124,7 @@ export function consoleSuite(name: string, options: { env?: Record<string, strin
     await suite.page?.screenshot({ path: path.join(ARTIFACTS, `${file}.png`), fullPage: true }).catch(() => undefined);
     await suite.context?.close();
     const csp = suite.pageErrors.filter((m) => /Content Security Policy/i.test(m));
-    expect(csp, 'the page broke its Content-Security-Policy').toEqual([]);
+    expect(csp, `the page broke its Content-Security-Policy: ${csp.join(' | ')}`).toEqual([]);
   });
   return suite;
 }

@@ -38,6 +38,15 @@ export function clearSessionCookies(reply: CookieReply, secure: boolean): void {
   reply.clearCookie(CSRF_COOKIE, { path: '/', httpOnly: false, secure, sameSite: 'strict' });
 }
 
+/** `scheme://host[:port]` normalized (default ports dropped), or undefined for what is not a URL. */
+const originOf = (url: string) => {
+  try {
+    return new URL(url).origin;
+  } catch {
+    return undefined;
+  }
+};
+
 const equalSecrets = (a: string, b: string) => {
   const x = Buffer.from(a);
   const y = Buffer.from(b);
@@ -53,13 +62,7 @@ const equalSecrets = (a: string, b: string) => {
 function csrfRefusal(request: FastifyRequest, cookies: Record<string, string | undefined>): string | undefined {
   const origin = request.headers.origin;
   if (!origin) return 'the request has no Origin header';
-  let parsed: URL | undefined;
-  try {
-    parsed = new URL(origin);
-  } catch {
-    parsed = undefined;
-  }
-  if (!parsed || parsed.host !== request.host || parsed.protocol !== `${request.protocol}:`) return `Origin ${origin} is not this server's`;
+  if (originOf(origin) === undefined || originOf(origin) !== originOf(`${request.protocol}://${request.host}`)) return `Origin ${origin} is not this server's`;
   const header = request.headers[CSRF_HEADER];
   const expected = cookies[CSRF_COOKIE];
   if (typeof header !== 'string' || header === '') return `the ${CSRF_HEADER} header is missing`;

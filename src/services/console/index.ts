@@ -4,6 +4,7 @@
  * cached for a year. Paths under the service prefixes and the operational routes are never the
  * console's: there an unknown path stays the API's 404.
  */
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -16,12 +17,18 @@ export const CONSOLE_DIST = path.resolve(path.dirname(fileURLToPath(import.meta.
 /** The assets folder inside it (Vite's build.assetsDir) and the URL prefix it is served at. */
 export const CONSOLE_ASSETS = '_console';
 
-/** Headers of every console response: scripts and styles only from this origin, never framed. */
-export const CONSOLE_SECURITY_HEADERS: Record<string, string> = {
-  'content-security-policy': [
+/**
+ * The Content-Security-Policy of the console: scripts only from this origin (no inline script, no
+ * eval); stylesheets from this origin, plus the <style> element CodeMirror writes, which carries the
+ * page's nonce (index.html's `lakeport-csp-nonce` meta); never framed.
+ */
+export function consoleCsp(styleNonce?: string): string {
+  return [
     "default-src 'self'",
     "script-src 'self'",
-    "style-src 'self'",
+    `style-src 'self'${styleNonce ? ` 'nonce-${styleNonce}'` : ''}`,
+    // CodeMirror sets a few style attributes (positions of its layers).
+    "style-src-attr 'unsafe-inline'",
     "img-src 'self' data:",
     "font-src 'self'",
     "connect-src 'self'",
@@ -29,7 +36,12 @@ export const CONSOLE_SECURITY_HEADERS: Record<string, string> = {
     "base-uri 'none'",
     "form-action 'self'",
     "frame-ancestors 'none'",
-  ].join('; '),
+  ].join('; ');
+}
+
+/** Headers of every console response. */
+export const CONSOLE_SECURITY_HEADERS: Record<string, string> = {
+  'content-security-policy': consoleCsp(),
   'x-frame-options': 'DENY',
   'x-content-type-options': 'nosniff',
   'referrer-policy': 'no-referrer',
@@ -51,7 +63,7 @@ export async function registerConsole(app: FastifyInstance, options: ConsoleOpti
   const reserved = [...options.reserved, `/${CONSOLE_ASSETS}`];
   const built = fs.existsSync(indexFile);
   // Read once: the build does not change under a running server.
-  const indexHtml = built ? fs.readFileSync(indexFile) : undefined;
+  const indexHtml = built ? fs.readFileSync(indexFile, 'utf8') : undefined;
 
   if (built) {
     await app.register(fastifyStatic, {
@@ -76,8 +88,11 @@ export async function registerConsole(app: FastifyInstance, options: ConsoleOpti
     if (!indexHtml) {
       throw appError('CONSOLE_NOT_BUILT', `The web console was not built (no ${indexFile}): run \`npm run build:console\` (npm ci runs it)`);
     }
-    reply.headers(CONSOLE_SECURITY_HEADERS);
-    return reply.header('cache-control', 'no-cache').type('text/html; charset=utf-8').send(indexHtml);
+    // A fresh nonce per page: only the console's own code can add a <style> element.
+    const nonce = crypto.randomBytes(18).toString('base64');
+    reply.headers({ ...CONSOLE_SECURITY_HEADERS, 'content-security-policy': consoleCsp(nonce) });
+    const html = indexHtml.replace('<head>', `<head>\n    <meta name="lakeport-csp-nonce" content="${nonce}" />`);
+    return reply.header('cache-control', 'no-cache').type('text/html; charset=utf-8').send(html);
   };
   app.get('/', { schema: { hide: true } }, page);
   app.get('/*', { schema: { hide: true } }, page);
