@@ -127,8 +127,18 @@ describeInBrowser('console: govern', () => {
     await expectAccessible(page, 'account: workspaces');
     await scratch.getByRole('button', { name: 'Restore scratch' }).click();
     await expect.poll(() => scratch.textContent()).toMatch(/^scratchactive/);
+    // A new workspace, billed to Acme, alice its owner.
+    await page.getByLabel(/Create a workspace/).fill('lab');
+    await page.getByRole('button', { name: 'Create', exact: true }).click();
+    await page.getByRole('region', { name: 'Workspaces' }).locator('tbody tr', { hasText: 'lab' }).waitFor();
     const workspaces = expectStatus(await call('GET', `/billing/v1/accounts/${accountId}/workspaces`, { token: aliceToken }), 200) as { name: string; state: string }[];
     expect(workspaces.find((w) => w.name === 'scratch')?.state).toBe('active');
+    expect(workspaces.find((w) => w.name === 'lab')?.state).toBe('active');
+    expect((expectStatus(await call('GET', '/policy/v1/access/workspace/lab', { token: aliceToken }), 200).policies as { principal: { identity: string }; role: string }[]).map((p) => [p.principal.identity, p.role])).toEqual([['alice', 'owner']]);
+    await page.setViewportSize({ width: 768, height: 900 });
+    expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(768);
+    await expectAccessible(page, 'account: workspaces at 768 px');
+    await page.setViewportSize({ width: 1280, height: 800 });
 
     await bell.click();
     await page.getByRole('heading', { name: 'Notifications' }).waitFor();
@@ -136,5 +146,22 @@ describeInBrowser('console: govern', () => {
     await expectAccessible(page, 'notifications');
     await page.getByRole('button', { name: 'Mark all read' }).click();
     await page.getByRole('link', { name: 'Notifications', exact: true }).waitFor();
+  });
+
+  it('an invitee accepts the invite from the notifications page', { timeout: 60_000 }, async () => {
+    const { page } = suite;
+    const { call, expectStatus } = suite.api;
+    const dave = await suite.credential('dave');
+    expectStatus(await call('POST', `/control/v1/accounts/${accountId}/members`, { token: aliceToken, json: { identity: 'dave', email: 'dave@example.com', role: 'member' } }), 201);
+    await signIn(page, suite.server.url, dave, '/account');
+    await page.getByText('You are not a member of a billing account').waitFor();
+    await page.getByRole('link', { name: 'Notifications, 1 unread' }).click();
+    await page.getByRole('button', { name: 'Accept the invite' }).click();
+    await expect.poll(() => page.locator('.success').textContent()).toContain(`You joined account ${accountId}`);
+    await expectAccessible(page, 'notifications: invite accepted');
+    const members = expectStatus(await call('GET', `/control/v1/accounts/${accountId}/members`, { token: aliceToken }), 200) as { identity: string; state: string }[];
+    expect(members.find((m) => m.identity === 'dave')?.state).toBe('active');
+    await page.getByRole('link', { name: 'Open the account' }).click();
+    await page.getByRole('region', { name: 'Members' }).locator('tbody tr', { hasText: 'dave' }).waitFor();
   });
 });

@@ -48,7 +48,7 @@ export default function AccountView({ params }: ViewProps) {
           <h2>{SECTIONS[section]}</h2>
           <p class="muted">Account {accountId}</p>
           {section === 'members' && <Members accountId={accountId} />}
-          {section === 'workspaces' && <Workspaces accountId={accountId} />}
+          {section === 'workspaces' && <Workspaces accountId={accountId} identity={me.value!.identity} />}
           {section === 'service-accounts' && <ServiceAccounts accountId={accountId} />}
           {section === 'domains' && <Domains accountId={accountId} />}
           {section === 'payment' && <Payment accountId={accountId} />}
@@ -142,10 +142,13 @@ function Members({ accountId }: AccountProps) {
 type Workspace = Awaited<ReturnType<typeof listWorkspaces>>[number];
 const listWorkspaces = (accountId: string) => data(api.GET('/billing/v1/accounts/{account_id}/workspaces', { params: { path: { account_id: accountId } } }));
 
-function Workspaces({ accountId }: AccountProps) {
+function Workspaces({ accountId, identity }: AccountProps & { identity: string }) {
   const list = useApi(() => listWorkspaces(accountId), [accountId]);
   const action = useAction();
   const byName = (name: string) => ({ path: { name } });
+  // Billed to this account, with the caller as its first owner.
+  const create = (name: string) =>
+    action.run(() => data(api.PUT('/control/v1/workspaces/{name}', { params: byName(name), body: { billing_account: accountId, members: [{ identity, role: 'owner' }] } })).then(list.reload));
   const remove = (w: Workspace) => action.run(() => data(api.DELETE('/billing/v1/workspaces/{name}', { params: byName(w.name) })).then(list.reload));
   const restore = (w: Workspace) => action.run(() => data(api.POST('/billing/v1/workspaces/{name}/restore', { params: byName(w.name) })).then(list.reload));
   return (
@@ -188,6 +191,7 @@ function Workspaces({ accountId }: AccountProps) {
             ))}
         </TableBox>
       )}
+      <OneFieldForm label="Create a workspace (you are its owner)" name="workspace" button="Create" disabled={action.busy} submit={create} />
     </>
   );
 }
