@@ -1,29 +1,39 @@
-/** The notifications bell in the header: the unread count, re-read on every navigation, each minute and when the notifications page changes it. */
-import { useEffect, useState } from 'preact/hooks';
+/** The notifications bell in the header: the unread count, read at sign-in, each minute, on navigation when older than 15 s, and when the notifications page changes it. */
+import { useEffect, useRef, useState } from 'preact/hooks';
 import { api, data } from '../api.ts';
 import { navigate, useLocation } from '../router.ts';
 import './bell.css';
 
 export const NOTIFICATIONS_CHANGED = 'lakeport:notifications-changed';
 const REFRESH_MS = 60_000;
+const NAVIGATION_MS = 15_000;
 
 export const notificationFeed = (limit: number) => data(api.GET('/control/v1/notifications', { params: { query: { limit } } }));
 
 export function NotificationsBell() {
   const here = useLocation();
   const [unread, setUnread] = useState<number>();
+  const lastRead = useRef(0);
+  const live = useRef(true);
+  // A failed read leaves the last count (a 401 ends the session through api.ts); the notifications page shows errors itself.
+  const read = () => {
+    lastRead.current = Date.now();
+    void notificationFeed(1).then((f) => live.current && setUnread(f.unread), () => undefined);
+  };
   useEffect(() => {
-    let live = true;
-    // A failed read leaves the last count; the notifications page shows the error itself.
-    const read = () => void notificationFeed(1).then((f) => live && setUnread(f.unread), () => undefined);
+    live.current = true;
     read();
     const timer = setInterval(read, REFRESH_MS);
     window.addEventListener(NOTIFICATIONS_CHANGED, read);
     return () => {
-      live = false;
+      live.current = false;
       clearInterval(timer);
       window.removeEventListener(NOTIFICATIONS_CHANGED, read);
     };
+  }, []);
+  // Moving between pages re-reads a count older than NAVIGATION_MS (not on every click).
+  useEffect(() => {
+    if (Date.now() - lastRead.current > NAVIGATION_MS) read();
   }, [here]);
   const label = unread ? `Notifications, ${unread} unread` : 'Notifications';
   return (
