@@ -6,7 +6,9 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
+import { DuckDBInstance } from '@duckdb/node-api';
 import { beforeAll, expect, it } from 'vitest';
+import { writeParquet } from '../parquet.ts';
 import { ARTIFACTS, consoleSuite, describeInBrowser, expectAccessible, signIn, type Credential } from './harness.ts';
 
 const ROWS = 20_000;
@@ -130,5 +132,27 @@ describeInBrowser('console: upload wizard', () => {
     // Another file refused, then the wizard started over: the contract is abandoned, the first step shows again.
     await page.getByRole('button', { name: 'Upload another file' }).click();
     await page.getByRole('button', { name: 'Check the file' }).waitFor();
+  });
+
+  it('uploads a Parquet file: the negotiation reads its footer', { timeout: 60_000 }, async () => {
+    const { page } = suite;
+    const duck = await DuckDBInstance.create(':memory:');
+    const connection = await duck.connect();
+    const file = await writeParquet(connection, "SELECT i AS id, 'item ' || i AS name, DATE '2024-01-01' + CAST(i AS INTEGER) AS day FROM range(5000) t(i)", path.join(suite.work, 'items.parquet'));
+    connection.closeSync();
+    await signIn(page, suite.server.url, alice, '/load');
+    await page.getByLabel(/Destination dataset/).fill('sales.catalog.items');
+    await page.locator('input[type=file]').setInputFiles(file);
+    await page.getByRole('button', { name: 'Check the file' }).click();
+    const plan = page.getByRole('region', { name: 'Columns of the plan' });
+    await plan.waitFor();
+    expect(await plan.locator('tbody tr', { hasText: 'day' }).textContent()).toContain('DATE');
+    await page.getByRole('button', { name: 'Accept the plan' }).click();
+    await page.getByRole('button', { name: 'Send items.parquet' }).click();
+    await expect.poll(() => page.getByRole('status').first().textContent()).toContain('Sent: 5000 rows');
+    await page.getByRole('button', { name: 'Commit' }).click();
+    await expect.poll(() => page.locator('.success').textContent()).toContain('Committed 5000 rows to sales.catalog.items');
+    const reply = await suite.api.call('GET', '/odata/api/v4/sales/catalog/items?$count=true&$top=0', { token });
+    expect(suite.api.expectStatus(reply, 200)['@odata.count']).toBe(5000);
   });
 });

@@ -55,7 +55,7 @@ export default function UploadView() {
   const [dragging, setDragging] = useState(false);
   const [message, setMessage] = useState('');
   // One key per wizard run: a retried commit returns the first snapshot instead of writing twice.
-  const [commitKey, setCommitKey] = useState(() => crypto.randomUUID());
+  const [commitKey, setCommitKey] = useState(newKey);
   const action = useAction();
 
   const negotiate = (event: Event) => {
@@ -125,16 +125,15 @@ export default function UploadView() {
       setStep({ at: 'committed', contract, result });
     });
 
-  /** Back to the start; an open contract is abandoned (its staged files deleted). */
+  /** Back to the start; an open contract is abandoned (its staged files deleted). A failed abandon is shown, the wizard starts over all the same. */
   const restart = () =>
     action.run(async () => {
-      if (step.at !== 'choose' && step.at !== 'committed') {
-        await data(api.DELETE('/upload/v2/contracts/{contract_id}', { params: { path: { contract_id: step.contract.contract_id } } }));
-      }
+      const open = step.at !== 'choose' && step.at !== 'committed' ? step.contract.contract_id : undefined;
       setStep({ at: 'choose' });
       setFile(undefined);
       setMessage('');
-      setCommitKey(crypto.randomUUID());
+      setCommitKey(newKey());
+      if (open) await data(api.DELETE('/upload/v2/contracts/{contract_id}', { params: { path: { contract_id: open } } }));
     });
 
   const onDrop = (event: DragEvent) => {
@@ -300,6 +299,9 @@ export default function UploadView() {
     </section>
   );
 }
+
+/** An Idempotency-Key (crypto.randomUUID needs a secure context; a console on plain http has getRandomValues only). */
+const newKey = () => Array.from(crypto.getRandomValues(new Uint8Array(16)), (b) => b.toString(16).padStart(2, '0')).join('');
 
 const stepIndex = (step: Step) => ({ choose: 0, plan: 1, sending: 2, refused: 2, written: 3, committed: 3 })[step.at];
 const blocked = (contract: Contract) => contract.issues.some((i) => i.severity === 'blocking');
