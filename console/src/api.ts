@@ -46,19 +46,25 @@ export function onSessionExpired(listener: Listener): () => void {
   expiredListeners.add(listener);
   return () => expiredListeners.delete(listener);
 }
-export function sessionExpired(): void {
+/** Bumped at each sign-in: a 401 to a request sent before it belongs to the old session and is ignored. */
+let sessionEpoch = 0;
+const sentIn = new WeakMap<Request, number>();
+
+export function sessionExpired(epoch = sessionEpoch): void {
+  if (epoch !== sessionEpoch) return;
   for (const listener of expiredListeners) listener();
 }
 
 const session: Middleware = {
   onRequest({ request }) {
+    sentIn.set(request, sessionEpoch);
     for (const [name, value] of Object.entries(sessionHeaders(request.method))) request.headers.set(name, value);
     if (!request.headers.has('accept')) request.headers.set('accept', 'application/json');
     return request;
   },
   onResponse({ request, response }) {
     const url = new URL(request.url);
-    if (response.status === 401 && url.pathname !== '/auth/token') sessionExpired();
+    if (response.status === 401 && url.pathname !== '/auth/token') sessionExpired(sentIn.get(request));
     return response;
   },
 };
@@ -138,12 +144,13 @@ export async function data<T>(call: Promise<{ data?: T; error?: unknown; respons
 /** A GET of a path the generated types do not describe as JSON (OData $metadata XML, files): the text, or an ApiError. */
 export async function getText(path: string, accept = '*/*'): Promise<string> {
   let response: Response;
+  const epoch = sessionEpoch;
   try {
     response = await fetch(path, { credentials: 'same-origin', headers: { accept } });
   } catch (error) {
     throw networkError(error);
   }
-  if (response.status === 401) sessionExpired();
+  if (response.status === 401) sessionExpired(epoch);
   const text = await response.text();
   if (!response.ok) {
     let body: unknown = text;
@@ -169,6 +176,7 @@ export async function signInWithSecret(clientId: string, secret: string): Promis
       headers: { 'content-type': 'application/x-www-form-urlencoded' },
     }),
   );
+  sessionEpoch++;
 }
 
 export async function signOut(): Promise<void> {

@@ -2,7 +2,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { beforeAll, expect, it } from 'vitest';
-import { consoleSuite, describeInBrowser, expectAccessible, signIn, type Credential } from './harness.ts';
+import { consoleSuite, describeInBrowser, expectAccessible, expectFitsTablet, signIn, type Credential } from './harness.ts';
 
 describeInBrowser('console: sign in and browse', () => {
   const suite = consoleSuite('browse');
@@ -57,6 +57,7 @@ describeInBrowser('console: sign in and browse', () => {
     await expect.poll(() => page.getByTestId('snapshots').locator('tbody tr').first().textContent()).toContain('first load');
     expect(await page.getByLabel('OData feed').inputValue()).toBe(`${suite.server.url}/odata/api/v4/sales/eu/orders`);
     await expectAccessible(page, 'dataset');
+    await expectFitsTablet(page);
   });
 
   it('signs out: the cookies are gone and the console asks to sign in again', async () => {
@@ -78,12 +79,14 @@ describeInBrowser('console: sign in and browse', () => {
     // The access cookie expires (as it does after its Max-Age): the next API call answers 401.
     await suite.context.clearCookies({ name: 'lakeport_access_token' });
     await page.getByRole('link', { name: 'orders' }).click();
-    await page.waitForURL(/\/sign-in\?next=%2Fbrowse%2Fsales%2Feu%2Forders$/);
-    expect(await page.getByText('Your session ended').count()).toBe(1);
+    await page.waitForURL(/\/sign-in\?next=%2Fbrowse%2Fsales%2Feu%2Forders$/, { timeout: 10_000 });
+    await page.getByText('Your session ended').waitFor({ timeout: 10_000 });
+    // The old page's other requests end (401s of the old session) before a person would type.
+    await page.waitForLoadState('networkidle');
     await page.getByLabel('Client id').fill(alice.clientId);
     await page.getByLabel('Credential secret').fill(alice.secret);
     await page.getByRole('button', { name: 'Sign in', exact: true }).click();
-    await page.waitForURL(/\/browse\/sales\/eu\/orders$/);
-    await page.getByTestId('schema').waitFor();
+    await page.waitForURL(/\/browse\/sales\/eu\/orders$/, { timeout: 10_000 });
+    await page.getByTestId('schema').waitFor({ timeout: 10_000 });
   });
 });

@@ -10,16 +10,16 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import axe from 'axe-core';
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect } from 'vitest';
 import { describeRun, lakeport } from '../e2e/cli.ts';
 import { httpApi } from '../e2e/http.ts';
 import { REPO_ROOT, startServer, type RunningServer } from '../e2e/server.ts';
+import { buildConsole, CHROMIUM, launchChromium } from './browser.ts';
 
-export const CHROMIUM = process.env.LAKEPORT_CHROMIUM ?? '/usr/bin/chromium';
+export { buildConsole, CHROMIUM, launchChromium } from './browser.ts';
+
 export const ARTIFACTS = path.join(REPO_ROOT, 'test-artifacts', 'console');
-/** The flags the brief fixes; playwright-core adds its own fresh --user-data-dir per launch. */
-export const CHROMIUM_FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
 
 const hasChromium = fs.existsSync(CHROMIUM);
 
@@ -31,16 +31,6 @@ export function describeInBrowser(name: string, body: () => void): void {
   }
   console.warn(`[console tests] skipped "${name}": ${CHROMIUM} is missing (apt-get install -y chromium; .ci/run installs it)`);
   describe.skip(name, body);
-}
-
-/** Builds the console into a fresh directory (no shared dist/ between parallel suites). */
-export async function buildConsole(outDir: string): Promise<void> {
-  const vite = await import('vite');
-  await vite.build({ configFile: path.join(REPO_ROOT, 'console', 'vite.config.ts'), logLevel: 'error', build: { outDir, emptyOutDir: true } });
-}
-
-export function launchChromium(): Promise<Browser> {
-  return chromium.launch({ executablePath: CHROMIUM, headless: true, chromiumSandbox: false, args: CHROMIUM_FLAGS });
 }
 
 export interface Credential {
@@ -149,4 +139,12 @@ export async function expectAccessible(page: Page, label = page.url()): Promise<
   });
   const blocking = violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
   expect(blocking, `axe on ${label}: ${JSON.stringify(blocking, null, 2)}`).toEqual([]);
+}
+
+/** The page at a 768 px tablet width: nothing wider than the window (no sideways scrolling of the page). */
+export async function expectFitsTablet(page: Page): Promise<void> {
+  await page.setViewportSize({ width: 768, height: 1024 });
+  const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+  expect(overflow, 'the page scrolls sideways at 768 px').toBeLessThanOrEqual(0);
+  await page.setViewportSize({ width: 1280, height: 800 });
 }

@@ -2,7 +2,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { beforeAll, beforeEach, expect, it } from 'vitest';
-import { consoleSuite, describeInBrowser, expectAccessible, signIn, type Credential } from './harness.ts';
+import { consoleSuite, describeInBrowser, expectAccessible, expectFitsTablet, signIn, type Credential } from './harness.ts';
 
 describeInBrowser('console: query', () => {
   const suite = consoleSuite('query');
@@ -50,6 +50,7 @@ describeInBrowser('console: query', () => {
     expect(served.every((u) => new URL(u).searchParams.get('num_rows') === '50')).toBe(true);
     await expect.poll(() => page.getByTestId('recent').textContent()).toContain('SELECT id, kind, score FROM lab.raw.events');
     await expectAccessible(page, 'query results');
+    await expectFitsTablet(page);
   });
 
   it('underlines an error where check places it, as one types', async () => {

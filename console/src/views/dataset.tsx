@@ -75,17 +75,7 @@ export default function Dataset({ params }: ViewProps) {
       {info.value && (
         <div class="scroll">
           <table data-testid="schema">
-            <thead>
-              <tr>
-                <th scope="col">Column</th>
-                <th scope="col">Type</th>
-                <th scope="col">Nullable</th>
-                <th scope="col">Min</th>
-                <th scope="col">Max</th>
-                <th scope="col">Nulls</th>
-                <th scope="col">Distinct</th>
-              </tr>
-            </thead>
+            <Head columns={['Column', 'Type', 'Nullable', 'Min', 'Max', 'Nulls', 'Distinct']} />
             <tbody>
               {info.value.columns.map((c) => (
                 <tr key={c.name}>
@@ -145,17 +135,7 @@ function SnapshotsTable({ snapshots, workspace, collection, dataset }: { snapsho
   return (
     <div class="scroll">
       <table data-testid="snapshots">
-        <thead>
-          <tr>
-            <th scope="col">Snapshot</th>
-            <th scope="col">Committed</th>
-            <th scope="col">Author</th>
-            <th scope="col">Message</th>
-            <th scope="col">Operation</th>
-            <th scope="col">Rows</th>
-            <th scope="col">Size</th>
-          </tr>
-        </thead>
+        <Head columns={['Snapshot', 'Committed', 'Author', 'Message', 'Operation', 'Rows', 'Size']} />
         <tbody>
           {snapshots.map((s, i) => (
             <tr key={s.id}>
@@ -176,21 +156,28 @@ function SnapshotsTable({ snapshots, workspace, collection, dataset }: { snapsho
   );
 }
 
+/** A table's header row of column names. */
+export function Head({ columns }: { columns: string[] }) {
+  return (
+    <thead>
+      <tr>
+        {columns.map((c) => (
+          <th key={c} scope="col">
+            {c}
+          </th>
+        ))}
+      </tr>
+    </thead>
+  );
+}
+
 export function RowsTable({ rows }: { rows: Record<string, unknown>[] }) {
   if (rows.length === 0) return <p class="muted">No rows.</p>;
   const columns = Object.keys(rows[0]);
   return (
     <div class="scroll">
       <table data-testid="preview">
-        <thead>
-          <tr>
-            {columns.map((c) => (
-              <th key={c} scope="col">
-                {c}
-              </th>
-            ))}
-          </tr>
-        </thead>
+        <Head columns={columns} />
         <tbody>
           {rows.map((row, i) => (
             <tr key={i}>

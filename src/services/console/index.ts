@@ -72,6 +72,8 @@ export async function registerConsole(app: FastifyInstance, options: ConsoleOpti
       index: false,
       list: false,
       dotfiles: 'deny',
+      // The build writes .br and .gz beside each file (console/vite.config.ts).
+      preCompressed: true,
       // Every file here has its content hash in its name.
       immutable: true,
       maxAge: '365d',
