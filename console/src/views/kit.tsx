@@ -33,7 +33,7 @@ export function useAction(): Action {
 /** The action's error, dismissible. */
 export const ActionError = ({ action }: { action: Action }) => <ErrorNotice error={action.error} onDismiss={action.clear} />;
 
-/** A button that asks once more before `onConfirm` (no modal: the question replaces the button). */
+/** A button that asks once more before `onConfirm` (no modal: the question replaces the button; Escape cancels). */
 export function ConfirmButton({ label, question, onConfirm, disabled }: { label: string; question: string; onConfirm: () => void; disabled?: boolean }) {
   const [asking, setAsking] = useState(false);
   if (!asking)
@@ -43,7 +43,7 @@ export function ConfirmButton({ label, question, onConfirm, disabled }: { label:
       </button>
     );
   return (
-    <span class="confirm" role="group" aria-label={question}>
+    <span class="confirm" role="group" aria-label={question} onKeyDown={(e) => e.key === 'Escape' && setAsking(false)}>
       <span>{question}</span>{' '}
       <button
         type="button"
