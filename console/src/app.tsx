@@ -6,6 +6,7 @@ import { ErrorNotice } from './errors.tsx';
 import { Link } from './link.tsx';
 import { currentLocation, matchRoute, navigate, useLocation } from './router.ts';
 import { routes, type ViewProps } from './routes.ts';
+import { NotificationsBell } from './views/bell.tsx';
 
 type Session = { state: 'checking' } | { state: 'signed-in'; me: Me } | { state: 'signed-out' };
 
@@ -76,6 +77,7 @@ export function App() {
         )}
         {signedIn && (
           <div class="who">
+            <NotificationsBell />
             <span class="identity" title="Signed in as">
               {session.me.identity}
             </span>

@@ -25,6 +25,7 @@ export interface RouteEntry {
 }
 
 const browse = () => import('./views/browse.tsx');
+const account = () => import('./views/account.tsx');
 
 export const routes: RouteEntry[] = [
   { path: '/sign-in', title: 'Sign in', public: true, load: () => import('./views/sign-in.tsx') },
@@ -33,4 +34,10 @@ export const routes: RouteEntry[] = [
   { path: '/browse/:workspace/:collection', title: 'Collection', load: browse },
   { path: '/browse/:workspace/:collection/:dataset', title: 'Dataset', load: () => import('./views/dataset.tsx') },
   { path: '/query', title: 'Query', nav: 'Query', load: () => import('./views/query.tsx') },
+  { path: '/load', title: 'Upload', nav: 'Upload', load: () => import('./views/upload.tsx') },
+  { path: '/govern', title: 'Govern', nav: 'Govern', load: () => import('./views/govern.tsx') },
+  { path: '/govern/:workspace', title: 'Access policies', load: () => import('./views/policies.tsx') },
+  { path: '/account', title: 'Account', nav: 'Account', load: account },
+  { path: '/account/:section', title: 'Account', load: account },
+  { path: '/notifications', title: 'Notifications', load: () => import('./views/notifications.tsx') },
 ];

@@ -1,0 +1,363 @@
+/**
+ * The caller's billing account (billing admins manage, members read): members and invites,
+ * workspaces with the soft-delete grace countdown and restore, service accounts, domains, payment
+ * method. One route, `/account/:section`; the sections are tabs.
+ */
+import { useState } from 'preact/hooks';
+import type { components as Control } from '../../../src/client/generated/control.ts';
+import { api, data, whoAmI } from '../api.ts';
+import { ErrorNotice } from '../errors.tsx';
+import { Link } from '../link.tsx';
+import { pathFor } from '../router.ts';
+import type { ViewProps } from '../routes.ts';
+import { useApi } from '../use-api.ts';
+import { ActionError, Choice, ConfirmButton, Countdown, OneFieldForm, TableBox, useAction, when } from './kit.tsx';
+import './views.css';
+
+const SECTIONS = {
+  members: 'Members and invites',
+  workspaces: 'Workspaces',
+  'service-accounts': 'Service accounts',
+  domains: 'Domains',
+  payment: 'Payment method',
+} as const;
+type Section = keyof typeof SECTIONS;
+
+export default function AccountView({ params }: ViewProps) {
+  const section: Section = params.section && params.section in SECTIONS ? (params.section as Section) : 'members';
+  const me = useApi(whoAmI, []);
+  const accountId = me.value?.billing_account;
+  return (
+    <section>
+      <h1>Account</h1>
+      <nav aria-label="Account sections" class="tabs">
+        <ul>
+          {(Object.keys(SECTIONS) as Section[]).map((s) => (
+            <li key={s}>
+              <Link href={pathFor('/account/:section', { section: s })} aria-current={s === section ? 'page' : undefined}>
+                {SECTIONS[s]}
+              </Link>
+            </li>
+          ))}
+        </ul>
+      </nav>
+      <ErrorNotice error={me.error} />
+      {me.value && !accountId && <p>You are not a member of a billing account. A billing admin can invite you.</p>}
+      {accountId && (
+        <>
+          <h2>{SECTIONS[section]}</h2>
+          <p class="muted">Account {accountId}</p>
+          {section === 'members' && <Members accountId={accountId} />}
+          {section === 'workspaces' && <Workspaces accountId={accountId} identity={me.value!.identity} />}
+          {section === 'service-accounts' && <ServiceAccounts accountId={accountId} />}
+          {section === 'domains' && <Domains accountId={accountId} />}
+          {section === 'payment' && <Payment accountId={accountId} />}
+        </>
+      )}
+    </section>
+  );
+}
+
+type AccountProps = { accountId: string };
+const ACCOUNT_ROLES = [
+  ['member', 'member'],
+  ['billing_admin', 'billing admin'],
+] as const;
+
+function Members({ accountId }: AccountProps) {
+  const path = { account_id: accountId };
+  const list = useApi(() => data(api.GET('/control/v1/accounts/{account_id}/members', { params: { path } })), [accountId]);
+  const action = useAction();
+  const [invite, setInvite] = useState({ identity: '', email: '', role: 'member' as 'member' | 'billing_admin' });
+  const member = (identity: string) => ({ path: { account_id: accountId, identity } });
+  const done = () => list.reload();
+  return (
+    <>
+      <ActionError action={action} />
+      <ErrorNotice error={list.error} />
+      {list.value && (
+        <TableBox label="Members" columns={['Identity', 'Email', 'Role', 'State', 'Since / invite expires', '']}>
+            {list.value.map((m) => (
+              <tr key={m.identity}>
+                <th scope="row">{m.identity}</th>
+                <td>{m.email ?? '—'}</td>
+                <td>
+                  <Choice
+                    label={`Role of ${m.identity}`}
+                    hideLabel
+                    value={m.role}
+                    choices={ACCOUNT_ROLES}
+                    disabled={action.busy}
+                    onChange={(role) => void action.run(() => data(api.PATCH('/control/v1/accounts/{account_id}/members/{identity}', { params: member(m.identity), body: { role } })).then(done))}
+                  />
+                </td>
+                <td>{m.state === 'pending' ? 'invited' : 'active'}</td>
+                <td>{m.state === 'pending' && m.invite_expires_at ? <>expires in <Countdown until={m.invite_expires_at} /></> : when(m.added_at)}</td>
+                <td class="row-actions">
+                  <ConfirmButton
+                    label={m.state === 'pending' ? 'Withdraw' : 'Remove'}
+                    question={m.state === 'pending' ? `Withdraw the invite of ${m.identity}?` : `Remove ${m.identity} from the account?`}
+                    disabled={action.busy}
+                    onConfirm={() => void action.run(() => data(api.DELETE('/control/v1/accounts/{account_id}/members/{identity}', { params: member(m.identity) })).then(done))}
+                  />
+                </td>
+              </tr>
+            ))}
+        </TableBox>
+      )}
+      <form
+        class="stack"
+        aria-labelledby="invite-title"
+        onSubmit={(e) => {
+          e.preventDefault();
+          void action.run(async () => {
+            await data(api.POST('/control/v1/accounts/{account_id}/members', { params: { path }, body: { ...invite, identity: invite.identity.trim(), email: invite.email.trim() } }));
+            setInvite({ identity: '', email: '', role: 'member' });
+            done();
+          });
+        }}
+      >
+        <h3 id="invite-title">Invite someone</h3>
+        <div class="fields">
+          <label>
+            Identity
+            <input name="identity" required value={invite.identity} onInput={(e) => setInvite({ ...invite, identity: e.currentTarget.value })} autoComplete="off" />
+          </label>
+          <label>
+            Email
+            <input name="email" type="email" required value={invite.email} onInput={(e) => setInvite({ ...invite, email: e.currentTarget.value })} />
+          </label>
+          <Choice label="Role" value={invite.role} choices={ACCOUNT_ROLES} onChange={(role) => setInvite({ ...invite, role })} />
+        </div>
+        <div>
+          <button type="submit" class="primary" disabled={action.busy}>
+            Invite
+          </button>
+        </div>
+      </form>
+    </>
+  );
+}
+
+type Workspace = Awaited<ReturnType<typeof listWorkspaces>>[number];
+const listWorkspaces = (accountId: string) => data(api.GET('/billing/v1/accounts/{account_id}/workspaces', { params: { path: { account_id: accountId } } }));
+
+function Workspaces({ accountId, identity }: AccountProps & { identity: string }) {
+  const list = useApi(() => listWorkspaces(accountId), [accountId]);
+  const action = useAction();
+  const byName = (name: string) => ({ path: { name } });
+  // Billed to this account, with the caller as its first owner.
+  const create = (name: string) =>
+    action.run(() => data(api.PUT('/control/v1/workspaces/{name}', { params: byName(name), body: { billing_account: accountId, members: [{ identity, role: 'owner' }] } })).then(list.reload));
+  const remove = (w: Workspace) => action.run(() => data(api.DELETE('/billing/v1/workspaces/{name}', { params: byName(w.name) })).then(list.reload));
+  const restore = (w: Workspace) => action.run(() => data(api.POST('/billing/v1/workspaces/{name}/restore', { params: byName(w.name) })).then(list.reload));
+  return (
+    <>
+      <ActionError action={action} />
+      <ErrorNotice error={list.error} />
+      {list.value && list.value.length === 0 && <p>The account has no workspaces.</p>}
+      {list.value && list.value.length > 0 && (
+        <TableBox label="Workspaces" columns={['Workspace', 'State', 'Protection', 'Created', '']}>
+            {list.value.map((w) => (
+              <tr key={w.name} class={w.state === 'deleted' ? 'deleted' : undefined}>
+                <th scope="row">{w.name}</th>
+                <td>
+                  {w.state === 'active' ? (
+                    'active'
+                  ) : (
+                    <>
+                      deleted; restorable for{' '}
+                      {w.purge_after ? <Countdown until={w.purge_after} stepMs={1000} /> : 'an unknown time'}
+                    </>
+                  )}
+                </td>
+                <td>{[w.deletion_protection && 'locked against deletion', w.drop_protection && 'drop protection', w.history_protection && 'history protection'].filter(Boolean).join(', ') || '—'}</td>
+                <td>
+                  {when(w.created_at)} <span class="muted">by {w.created_by}</span>
+                </td>
+                <td class="row-actions">
+                  {w.state === 'active' ? (
+                    <>
+                      <Link href={pathFor('/govern/:workspace', { workspace: w.name })}>Policies</Link>{' '}
+                      <ConfirmButton label="Delete" question={`Delete ${w.name}? It can be restored for 24 hours.`} disabled={action.busy || w.deletion_protection} onConfirm={() => void remove(w)} />
+                    </>
+                  ) : (
+                    <button type="button" class="primary" disabled={action.busy} onClick={() => void restore(w)}>
+                      Restore {w.name}
+                    </button>
+                  )}
+                </td>
+              </tr>
+            ))}
+        </TableBox>
+      )}
+      <OneFieldForm label="Create a workspace (you are its owner)" name="workspace" button="Create" disabled={action.busy} submit={create} />
+    </>
+  );
+}
+
+function ServiceAccounts({ accountId }: AccountProps) {
+  const path = { account_id: accountId };
+  const list = useApi(() => data(api.GET('/control/v1/accounts/{account_id}/service-accounts', { params: { path } })), [accountId]);
+  const action = useAction();
+  const full = list.value !== undefined && list.value.used >= list.value.limit;
+  return (
+    <>
+      <ActionError action={action} />
+      <ErrorNotice error={list.error} />
+      {list.value && (
+        <>
+          <p>
+            Plan <strong>{list.value.plan}</strong>: {list.value.used} of {list.value.limit} service accounts used.
+          </p>
+          <TableBox label="Service accounts" columns={['Identity', 'Added', '']} empty={list.value.service_accounts.length === 0 && 'No service accounts.'}>
+              {list.value.service_accounts.map((s) => (
+                <tr key={s.identity}>
+                  <th scope="row">{s.identity}</th>
+                  <td>
+                    {when(s.added_at)} <span class="muted">by {s.added_by}</span>
+                  </td>
+                  <td class="row-actions">
+                    <ConfirmButton
+                      label="Remove"
+                      question={`Remove service account ${s.identity}?`}
+                      disabled={action.busy}
+                      onConfirm={() => void action.run(() => data(api.DELETE('/control/v1/accounts/{account_id}/service-accounts/{identity}', { params: { path: { account_id: accountId, identity: s.identity } } })).then(list.reload))}
+                    />
+                  </td>
+                </tr>
+              ))}
+          </TableBox>
+        </>
+      )}
+      <OneFieldForm
+        label="Add a service account (its client id)"
+        name="identity"
+        button="Add"
+        disabled={action.busy}
+        submit={(identity) => action.run(() => data(api.POST('/control/v1/accounts/{account_id}/service-accounts', { params: { path }, body: { identity } })).then(list.reload))}
+      >
+        {full && <span class="muted">The plan has no room left; adding answers why.</span>}
+      </OneFieldForm>
+    </>
+  );
+}
+
+function Domains({ accountId }: AccountProps) {
+  const path = { account_id: accountId };
+  const list = useApi(() => data(api.GET('/control/v1/accounts/{account_id}/domains', { params: { path } })), [accountId]);
+  const action = useAction();
+  const [checked, setChecked] = useState<string>();
+  const one = (d: string) => ({ path: { account_id: accountId, domain: d } });
+  return (
+    <>
+      <ActionError action={action} />
+      <ErrorNotice error={list.error} />
+      {checked && <p role="status">{checked}</p>}
+      {list.value && (
+        <TableBox label="Domains" columns={['Domain', 'State', 'TXT record to publish', '']} empty={list.value.domains.length === 0 && 'No domains claimed.'}>
+            {list.value.domains.map((d) => (
+              <tr key={d.domain}>
+                <th scope="row">{d.domain_unicode}</th>
+                <td>{d.state}</td>
+                <td>
+                  <code>{d.record.name}</code> TXT <code>{d.record.value}</code>
+                </td>
+                <td class="row-actions">
+                  {d.state !== 'verified' && (
+                    <button
+                      type="button"
+                      disabled={action.busy}
+                      onClick={() =>
+                        void action.run(async () => {
+                          await data(api.POST('/control/v1/accounts/{account_id}/domains/{domain}/verify', { params: one(d.domain) }));
+                          setChecked(`${d.domain_unicode} is verified.`);
+                          list.reload();
+                        })
+                      }
+                    >
+                      Verify {d.domain_unicode}
+                    </button>
+                  )}{' '}
+                  <ConfirmButton label="Release" question={`Release ${d.domain_unicode}?`} disabled={action.busy} onConfirm={() => void action.run(() => data(api.DELETE('/control/v1/accounts/{account_id}/domains/{domain}', { params: one(d.domain) })).then(list.reload))} />
+                </td>
+              </tr>
+            ))}
+        </TableBox>
+      )}
+      <OneFieldForm
+        label="Claim a domain"
+        name="domain"
+        button="Claim"
+        placeholder="example.com"
+        disabled={action.busy}
+        submit={(domain) => action.run(() => data(api.POST('/control/v1/accounts/{account_id}/domains', { params: { path }, body: { domain } })).then(list.reload))}
+      />
+    </>
+  );
+}
+
+type AttachRequest = Control['schemas']['AttachPaymentMethodRequestInput'];
+
+function Payment({ accountId }: AccountProps) {
+  const path = { account_id: accountId };
+  const current = useApi(() => data(api.GET('/control/v1/accounts/{account_id}/payment-methods', { params: { path } })), [accountId]);
+  const action = useAction();
+  const [card, setCard] = useState<AttachRequest>({ processor_payment_method_id: '', brand: '', last4: '' });
+  const method = current.value;
+  return (
+    <>
+      <ActionError action={action} />
+      <ErrorNotice error={current.error} />
+      {current.value === null && <p>No payment method is attached.</p>}
+      {method && (
+        <div class="stack">
+          <p>
+            <strong>
+              {method.brand} ending in {method.last4}
+            </strong>
+            {method.exp_month !== null && method.exp_year !== null && <> · expires {String(method.exp_month).padStart(2, '0')}/{method.exp_year}</>} ·{' '}
+            {method.livemode ? 'live' : 'test mode'} · attached {when(method.attached_at)} by {method.attached_by}
+          </p>
+          <div>
+            <ConfirmButton label="Detach" question="Detach this payment method?" disabled={action.busy} onConfirm={() => void action.run(() => data(api.DELETE('/control/v1/accounts/{account_id}/payment-methods', { params: { path } })).then(current.reload))} />
+          </div>
+        </div>
+      )}
+      <form
+        class="stack"
+        aria-labelledby="attach-title"
+        onSubmit={(e) => {
+          e.preventDefault();
+          void action.run(async () => {
+            await data(api.POST('/control/v1/accounts/{account_id}/payment-methods', { params: { path }, body: card }));
+            setCard({ processor_payment_method_id: '', brand: '', last4: '' });
+            current.reload();
+          });
+        }}
+      >
+        <h3 id="attach-title">{method ? 'Replace the payment method' : 'Attach a payment method'}</h3>
+        <p class="muted">The processor's payment method id comes from its card form; the brand and last four digits are checked against it.</p>
+        <div class="fields">
+          <label>
+            Payment method id
+            <input name="processor_payment_method_id" required value={card.processor_payment_method_id} onInput={(e) => setCard({ ...card, processor_payment_method_id: e.currentTarget.value })} autoComplete="off" />
+          </label>
+          <label>
+            Brand
+            <input name="brand" required value={card.brand} onInput={(e) => setCard({ ...card, brand: e.currentTarget.value })} />
+          </label>
+          <label>
+            Last four digits
+            <input name="last4" required pattern="[0-9]{4}" inputMode="numeric" value={card.last4} onInput={(e) => setCard({ ...card, last4: e.currentTarget.value })} />
+          </label>
+        </div>
+        <div>
+          <button type="submit" class="primary" disabled={action.busy}>
+            Attach
+          </button>
+        </div>
+      </form>
+    </>
+  );
+}
