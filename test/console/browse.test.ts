@@ -76,6 +76,8 @@ describeInBrowser('console: sign in and browse', () => {
     const { page } = suite;
     await signIn(page, suite.server.url, alice, '/browse/sales/eu');
     await page.waitForURL(/\/browse\/sales\/eu$/);
+    // The page has loaded (else its listing, still in flight, meets the 401 first and there is no link to click).
+    await page.getByRole('link', { name: 'orders' }).waitFor({ timeout: 10_000 });
     // The access cookie expires (as it does after its Max-Age): the next API call answers 401.
     await suite.context.clearCookies({ name: 'lakeport_access_token' });
     await page.getByRole('link', { name: 'orders' }).click();
