@@ -42,7 +42,8 @@ const KEPT_MAX = 10_000;
  * The auth service's SQL. What the token endpoint reads on every exchange — a credential by its
  * secret's digest, a refresh token with its credential — is kept for `cacheMs`
  * (LAKEPORT_AUTH_CACHE_SECONDS): this process's own revocations drop it at once, another server's
- * bite here within that time. New refresh tokens that arrive together are inserted in one statement.
+ * bite here within that time; so is a self-describing refresh token's credential state and revocation.
+ * New (interactive sessions') refresh tokens that arrive together are inserted in one statement.
  */
 /** Which credentials a revocation touches: by credential id or client id (and the key: a refresh token's hash). */
 export type Revoked = (row: { credential_id: string; client_id: string }, key?: string) => boolean;
@@ -210,7 +211,7 @@ export class AuthRepo {
       .execute();
   }
 
-  /** Inserts a refresh token; resolves once it is committed (with any others inserted at the same moment). */
+  /** Inserts a row-based refresh token (interactive sessions'); resolves once it is committed (with any others inserted at the same moment). */
   insertRefreshToken(row: NewRefreshToken): Promise<void> {
     return this.refreshTokenInserts.add(row);
   }

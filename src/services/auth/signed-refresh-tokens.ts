@@ -40,8 +40,11 @@ export function isSignedRefreshToken(token: string): boolean {
 
 /** Signs and verifies self-describing refresh tokens with one key (the same on every server). */
 export class RefreshTokenSigner {
-  constructor(private readonly key: Buffer) {
+  private readonly key: crypto.KeyObject;
+
+  constructor(key: Buffer) {
     if (key.length !== 32) throw new Error('the refresh-token key must be 32 bytes');
+    this.key = crypto.createSecretKey(key);
   }
 
   private mac(signed: string): string {
