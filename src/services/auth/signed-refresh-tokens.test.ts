@@ -6,11 +6,11 @@
 import crypto from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildApp } from '../../app.ts';
 import { sha256Hex } from '../../core/crypto/index.ts';
 import { insertRowBasedRefreshToken } from '../../../test/auth-tokens.ts';
-import { createTestApp, type TestApp } from '../../../test/harness.ts';
+import { createTwoServerApp, type TestApp } from '../../../test/harness.ts';
 import { RefreshTokenSigner, SIGNED_REFRESH_TOKEN_KEY_PURPOSE, type RefreshClaims } from './signed-refresh-tokens.ts';
+import { within } from '../../../test/async.ts';
 
 const CACHE_SECONDS = 1;
 /** The bound plus slack for a loaded machine. */
@@ -62,20 +62,18 @@ describe('RefreshTokenSigner', () => {
   });
 });
 
-let t: TestApp;
+let t: TestApp & { other: FastifyInstance };
 let a: FastifyInstance;
 let b: FastifyInstance;
 /** Signs with the servers' own key (HKDF of the shared master key), to make tokens no server would issue. */
 let serverSigner: RefreshTokenSigner;
 beforeAll(async () => {
-  t = await createTestApp({ authCacheSeconds: CACHE_SECONDS }, { workers: false });
+  t = await createTwoServerApp({ authCacheSeconds: CACHE_SECONDS });
   a = t.app;
-  b = await buildApp(t.deps, { workers: false });
-  await b.ready();
+  b = t.other;
   serverSigner = new RefreshTokenSigner(t.deps.sealer.deriveKey(SIGNED_REFRESH_TOKEN_KEY_PURPOSE));
 });
 afterAll(async () => {
-  await b?.close();
   await t?.close();
 });
 
@@ -97,15 +95,6 @@ const basic = (id: string, secret: string) => ({ authorization: `Basic ${Buffer.
 const introspect = (app: FastifyInstance, token: string, headers: Record<string, string>) => post(app, '/auth/introspect', { token }, headers);
 const revoke = (app: FastifyInstance, token: string, headers: Record<string, string>) => post(app, '/auth/revoke', { token }, headers);
 
-/** Milliseconds until `refused` holds (polled every 50 ms); fails past `ms`. */
-async function refusedWithin(ms: number, refused: () => Promise<boolean>): Promise<number> {
-  const start = Date.now();
-  for (;;) {
-    if (await refused()) return Date.now() - start;
-    if (Date.now() - start > ms) throw new Error(`still accepted after ${ms} ms`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 describe('the refresh grant with self-describing tokens', () => {
   it('client_credentials issues one and writes no row; it refreshes on both servers', async () => {
@@ -165,7 +154,7 @@ describe('revocation, introspection and tenancy', () => {
     for (const app of [a, b]) expect((await refresh(app, refresh_token)).statusCode).toBe(200);
     expect((await revoke(a, refresh_token, basic('rho', cred.secret))).statusCode).toBe(200);
     expect((await refresh(a, refresh_token)).statusCode).toBe(400);
-    const took = await refusedWithin(BOUND_MS, async () => (await refresh(b, refresh_token)).statusCode === 400);
+    const took = await within(BOUND_MS, async () => (await refresh(b, refresh_token)).statusCode === 400);
     process.stdout.write(`signed refresh token revoked on one server: refused on the other after ${took} ms (bound ${CACHE_SECONDS * 1000} ms)\n`);
     // Recorded as a revoked row; revoking again changes nothing.
     const rows = () => t.db.kysely.selectFrom('refresh_tokens').select(['revoked_at', 'credential_id']).where('token_hash', '=', sha256Hex(refresh_token)).execute();
@@ -186,7 +175,7 @@ describe('revocation, introspection and tenancy', () => {
     const res = await b.inject({ method: 'DELETE', url: `/auth/clients/cora/credentials/${cred.credential_id}`, headers: { 'x-admin-token': t.adminToken } });
     expect(res.statusCode).toBe(200);
     expect((await refresh(b, refresh_token)).statusCode).toBe(400);
-    await refusedWithin(BOUND_MS, async () => (await refresh(a, refresh_token)).statusCode === 400);
+    await within(BOUND_MS, async () => (await refresh(a, refresh_token)).statusCode === 400);
     expect((await introspect(a, refresh_token, { 'x-admin-token': t.adminToken })).json()).toEqual({ active: false });
   });
 
@@ -234,7 +223,7 @@ describe('row-based refresh tokens (issued before, and to interactive sessions)'
     expect((await introspect(a, token, basic('olaf', cred.secret))).json()).toMatchObject({ active: true, token_type: 'refresh_token', credential_id: cred.credential_id });
     expect((await revoke(b, token, basic('olaf', cred.secret))).statusCode).toBe(200);
     expect((await refresh(b, token)).statusCode).toBe(400);
-    await refusedWithin(BOUND_MS, async () => (await refresh(a, token)).statusCode === 400);
+    await within(BOUND_MS, async () => (await refresh(a, token)).statusCode === 400);
     expect((await introspect(a, token, basic('olaf', cred.secret))).json()).toEqual({ active: false });
   });
 
