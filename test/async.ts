@@ -33,3 +33,13 @@ export function once<T>(step: () => Promise<T>): () => Promise<T> {
   let done: Promise<T> | undefined;
   return () => (done ??= step());
 }
+
+/** Milliseconds until `holds` is true (polled every 50 ms); fails past `ms`. */
+export async function within(ms: number, holds: () => Promise<boolean>): Promise<number> {
+  const start = Date.now();
+  for (;;) {
+    if (await holds()) return Date.now() - start;
+    if (Date.now() - start > ms) throw new Error(`still not so after ${ms} ms`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}

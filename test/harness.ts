@@ -91,6 +91,24 @@ export interface TestApp {
   close(): Promise<void>;
 }
 
+/**
+ * Two instances of the application over one fresh database, as two servers sharing PostgreSQL would
+ * be (without job workers): `app` and `other`. `close` closes both.
+ */
+export async function createTwoServerApp(overrides: Partial<AppDeps> = {}): Promise<TestApp & { other: FastifyInstance }> {
+  const t = await createTestApp(overrides, { workers: false });
+  const other = await buildApp(t.deps, { workers: false });
+  await other.ready();
+  return {
+    ...t,
+    other,
+    async close() {
+      await other.close();
+      await t.close();
+    },
+  };
+}
+
 /** The whole application over a fresh database, for `app.inject` route tests. */
 export async function createTestApp(overrides: Partial<AppDeps> = {}, options: { workers?: boolean; logger?: AppOptions['logger']; trustProxy?: AppOptions['trustProxy']; materializedViews?: MaterializedViewOptions } = {}): Promise<TestApp> {
   const { db, dispose } = await createTestDb();

@@ -12,6 +12,7 @@ import { KEPT_READ_TTL_MS } from '../src/core/kept.ts';
 import { createWorkspace, signIn, type TestUser } from './clients.ts';
 import { createPostgresDatabaseUrl, createTestApp, TEST_DATABASE_URL, type TestApp } from './harness.ts';
 import { multipartBody } from './multipart.ts';
+import { within } from './async.ts';
 
 const BOUND_MS = KEPT_READ_TTL_MS + 1_000; // the bound plus slack for a loaded machine
 
@@ -47,15 +48,6 @@ afterAll(async () => {
 
 const on = (app: FastifyInstance, user: TestUser, method: 'GET' | 'DELETE', url: string) => app.inject({ method, url, headers: { authorization: `Bearer ${user.token}` } });
 
-/** Milliseconds until `seen` holds (polled every 50 ms); fails past `ms`. */
-async function seenWithin(ms: number, seen: () => Promise<boolean>): Promise<number> {
-  const start = Date.now();
-  for (;;) {
-    if (await seen()) return Date.now() - start;
-    if (Date.now() - start > ms) throw new Error(`not seen after ${ms} ms`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 it('a deleted policy: its grant is gone at once here, and within the bound on the other server', async () => {
   const listed = await on(a, alice, 'GET', '/policy/v1/access/workspace/kept');
@@ -64,7 +56,7 @@ it('a deleted policy: its grant is gone at once here, and within the bound on th
   for (const app of [a, b]) expect((await on(app, bob, 'GET', url)).statusCode).toBe(200);
   expect((await on(a, alice, 'DELETE', url)).statusCode).toBe(200);
   expect((await on(a, bob, 'GET', url)).statusCode).toBe(403);
-  await seenWithin(BOUND_MS, async () => (await on(b, bob, 'GET', url)).statusCode === 403);
+  await within(BOUND_MS, async () => (await on(b, bob, 'GET', url)).statusCode === 403);
 });
 
 it("a new account: the member's billing account and account list show it at once here, and within the bound on the other server", async () => {
@@ -78,8 +70,8 @@ it("a new account: the member's billing account and account list show it at once
   const accountId = created.json().account_id;
   expect((await on(a, carol, 'GET', '/auth/me')).json().billing_account).toBe(accountId);
   expect((await on(a, carol, 'GET', '/control/v1/accounts')).json()).toHaveLength(1);
-  await seenWithin(BOUND_MS, async () => (await on(b, carol, 'GET', '/auth/me')).json().billing_account === accountId);
-  await seenWithin(BOUND_MS, async () => (await on(b, carol, 'GET', '/control/v1/accounts')).json().length === 1);
+  await within(BOUND_MS, async () => (await on(b, carol, 'GET', '/auth/me')).json().billing_account === accountId);
+  await within(BOUND_MS, async () => (await on(b, carol, 'GET', '/control/v1/accounts')).json().length === 1);
 });
 
 describe('an upload', () => {
@@ -101,10 +93,10 @@ describe('an upload', () => {
   it('a new dataset is in the service document at once here, within the bound on the other server; a dropped one leaves the same way', async () => {
     const listed = async (app: FastifyInstance) => ((await on(app, alice, 'GET', '/odata/api/v4/')).json().value as { name: string }[]).some((e) => e.name === 'kept__raw__orders');
     expect(await listed(a)).toBe(true);
-    await seenWithin(BOUND_MS, () => listed(b));
+    await within(BOUND_MS, () => listed(b));
     await a.lakeport.catalog.dropDataset({ workspace: 'kept', collection: 'raw', dataset: 'orders' }, 'alice');
     expect(await listed(a)).toBe(false);
-    await seenWithin(BOUND_MS, async () => !(await listed(b)));
+    await within(BOUND_MS, async () => !(await listed(b)));
   });
 
   it('an abandoned committed contract is gone at once here, and within the bound on the other server; nobody else ever reads it', async () => {
@@ -115,7 +107,7 @@ describe('an upload', () => {
     }
     expect((await on(a, alice, 'DELETE', url)).statusCode).toBe(204);
     expect((await on(a, alice, 'GET', url)).statusCode).toBe(404);
-    await seenWithin(BOUND_MS, async () => (await on(b, alice, 'GET', url)).statusCode === 404);
+    await within(BOUND_MS, async () => (await on(b, alice, 'GET', url)).statusCode === 404);
   });
 });
 

@@ -11,6 +11,7 @@ import { adminTokenThrottle, DEFAULT_THROTTLE, FailedAttemptThrottle } from './t
 import { LastUsedTimes } from './last-used.ts';
 import type { Logger } from '../../core/logger.ts';
 import { AccessTokenVerifier, TokenService } from './tokens.ts';
+import { RefreshTokenSigner, SIGNED_REFRESH_TOKEN_KEY_PURPOSE } from './signed-refresh-tokens.ts';
 import type { IdentityProviderConfig } from '../../config.ts';
 import { ALLOW_ALL_SIGN_INS, type SignInPolicy } from '../../core/authz/sign-in-policy.ts';
 import { InteractiveSignIn } from './interactive.ts';
@@ -66,7 +67,7 @@ export async function createAuthService(options: AuthServiceOptions) {
     accessTokenTtlSeconds: options.accessTokenTtlSeconds,
     refreshTokenTtlDays: options.refreshTokenTtlDays,
     signInPolicy: () => signInPolicy,
-  }, lastUsed);
+  }, lastUsed, new RefreshTokenSigner(options.sealer.deriveKey(SIGNED_REFRESH_TOKEN_KEY_PURPOSE)));
   const signIn = new InteractiveSignIn(options.db, options.identityProviders ?? [], options.publicUrl, () => signInPolicy, {
     loginTtlSeconds: options.loginTtlSeconds ?? 600,
     timeoutSeconds: options.idpTimeoutSeconds ?? 10,

@@ -15,6 +15,26 @@ export interface NewRefreshToken {
   expires_at: Date;
 }
 
+/**
+ * What the refresh grant needs besides a self-describing refresh token's own claims: its
+ * credential's state, and whether the token was revoked (docs/auth.md, "Refresh tokens of client_credentials").
+ */
+export interface SignedRefreshTokenState {
+  credential_id: string;
+  client_id: string;
+  credential_revoked_at: Date | null;
+  credential_expires_at: Date | null;
+  permissions: PermissionPair[];
+  session_id: string | null;
+  /** When the token itself was revoked (POST /auth/revoke), or null. */
+  revoked_at: Date | null;
+}
+
+/** A self-describing refresh token being revoked: recorded as a revoked row of refresh_tokens. */
+export interface RevokedSignedRefreshToken extends NewRefreshToken {
+  created_at: Date;
+}
+
 /** At most this many credentials and refresh tokens each are kept (see AuthRepo). */
 const KEPT_MAX = 10_000;
 
@@ -22,7 +42,8 @@ const KEPT_MAX = 10_000;
  * The auth service's SQL. What the token endpoint reads on every exchange — a credential by its
  * secret's digest, a refresh token with its credential — is kept for `cacheMs`
  * (LAKEPORT_AUTH_CACHE_SECONDS): this process's own revocations drop it at once, another server's
- * bite here within that time. New refresh tokens that arrive together are inserted in one statement.
+ * bite here within that time; so is a self-describing refresh token's credential state and revocation.
+ * New (interactive sessions') refresh tokens that arrive together are inserted in one statement.
  */
 /** Which credentials a revocation touches: by credential id or client id (and the key: a refresh token's hash). */
 export type Revoked = (row: { credential_id: string; client_id: string }, key?: string) => boolean;
@@ -32,6 +53,8 @@ export class AuthRepo {
   /** Told of every revocation, before and after it commits (the access-token verifier). */
   private readonly revocationListeners: ((revoked: Revoked) => void)[] = [];
   private readonly refreshTokens: KeptReads<string, RefreshTokenWithCredential | undefined>;
+  /** By the token's hash: self-describing refresh tokens' credential state and revocation. */
+  private readonly signedTokenStates: KeptReads<string, SignedRefreshTokenState | undefined>;
   private readonly refreshTokenInserts: WriteCoalescer<NewRefreshToken>;
 
   constructor(
@@ -40,6 +63,7 @@ export class AuthRepo {
   ) {
     this.bySecret = new KeptReads({ ttlMs: cacheMs, max: KEPT_MAX });
     this.refreshTokens = new KeptReads({ ttlMs: cacheMs, max: KEPT_MAX });
+    this.signedTokenStates = new KeptReads({ ttlMs: cacheMs, max: KEPT_MAX });
     // Visible to every server once committed; a PostgreSQL crash within a fraction of a second may
     // lose them, which fails closed: the client authenticates with its secret again (docs/auth.md).
     this.refreshTokenInserts = new WriteCoalescer((rows) =>
@@ -65,6 +89,7 @@ export class AuthRepo {
     const forget = () => {
       this.bySecret.forget((key, row) => row !== undefined && which(row, key));
       this.refreshTokens.forget((key, row) => row !== undefined && which(row, key));
+      this.signedTokenStates.forget((key, row) => row !== undefined && which(row, key));
       for (const listener of this.revocationListeners) listener(which);
     };
     forget();
@@ -186,7 +211,7 @@ export class AuthRepo {
       .execute();
   }
 
-  /** Inserts a refresh token; resolves once it is committed (with any others inserted at the same moment). */
+  /** Inserts a row-based refresh token (interactive sessions'); resolves once it is committed (with any others inserted at the same moment). */
   insertRefreshToken(row: NewRefreshToken): Promise<void> {
     return this.refreshTokenInserts.add(row);
   }
@@ -217,6 +242,43 @@ export class AuthRepo {
       ])
       .where('r.token_hash', '=', hash)
       .executeTakeFirst();
+  }
+
+  /**
+   * A self-describing refresh token's credential state and revocation, by the token's hash (kept
+   * like refreshTokenForGrant when `kept`); undefined when the credential does not exist.
+   */
+  signedRefreshTokenState(hash: string, credentialId: string, kept: boolean): Promise<SignedRefreshTokenState | undefined> {
+    const read = () =>
+      this.db.kysely
+        .selectFrom('credentials as c')
+        .leftJoin('interactive_sessions as s', 's.credential_id', 'c.credential_id')
+        .select((eb) => [
+          'c.credential_id',
+          'c.client_id',
+          'c.revoked_at as credential_revoked_at',
+          'c.expires_at as credential_expires_at',
+          'c.permissions',
+          's.credential_id as session_id',
+          eb.selectFrom('refresh_tokens').select('revoked_at').where('token_hash', '=', hash).as('revoked_at'),
+        ])
+        .where('c.credential_id', '=', credentialId)
+        .executeTakeFirst();
+    return kept ? this.signedTokenStates.get(hash, read) : read();
+  }
+
+  /** Records a self-describing refresh token as revoked (a row of refresh_tokens with revoked_at set; the first revocation's time stays). */
+  async revokeSignedRefreshToken(token: RevokedSignedRefreshToken): Promise<void> {
+    await this.revoking(
+      (_row, key) => key === token.token_hash,
+      async () => {
+        await this.db.kysely
+          .insertInto('refresh_tokens')
+          .values({ ...token, scopes: JSON.stringify(token.scopes), revoked_at: new Date() })
+          .onConflict((oc) => oc.column('token_hash').doUpdateSet({ revoked_at: sql`coalesce(refresh_tokens.revoked_at, excluded.revoked_at)` }))
+          .execute();
+      },
+    );
   }
 
   async revokeRefreshToken(hash: string): Promise<void> {

@@ -11,6 +11,7 @@ import { oauthError } from './oauth-error.ts';
 import type { LastUsedTimes } from './last-used.ts';
 import type { AuthRepo, CredentialRow } from './repo.ts';
 import { CREDENTIAL_SECRET_PREFIX, generateSecret, isWellFormedSecret, REFRESH_TOKEN_PREFIX } from './secrets.ts';
+import { isSignedRefreshToken, type RefreshTokenSigner } from './signed-refresh-tokens.ts';
 import { sourceKey, tooManyAttempts, type FailedAttemptThrottle } from './throttle.ts';
 
 export const ACCESS_TOKEN_AUDIENCE = 'lakeport';
@@ -44,6 +45,23 @@ interface AccessTokenClaims {
   idp?: string;
 }
 
+/** A refresh token as the grant, introspection and revocation see it, whichever its format. */
+interface RefreshTokenView {
+  hash: string;
+  credential_id: string;
+  client_id: string;
+  scopes: string[];
+  created_at: Date;
+  expires_at: Date;
+  revoked_at: Date | null;
+  credential_revoked_at: Date | null;
+  credential_expires_at: Date | null;
+  permissions: PermissionPair[];
+  session_id: string | null;
+  /** A self-describing token (no row of its own unless revoked). */
+  signed: boolean;
+}
+
 /** A refresh token works while neither it nor its credential is revoked or expired. */
 function refreshTokenLive(row: { revoked_at: Date | null; expires_at: Date; credential_revoked_at: Date | null; credential_expires_at: Date | null }, now = Date.now()): boolean {
   return (
@@ -62,7 +80,36 @@ export class TokenService {
     private readonly throttle: FailedAttemptThrottle,
     private readonly settings: TokenSettings,
     private readonly lastUsed: LastUsedTimes,
+    private readonly refreshTokens: RefreshTokenSigner,
   ) {}
+
+  /**
+   * The refresh token `token` names, with its credential's state (kept for the grant when `kept`):
+   * a self-describing token whose MAC holds, else a row-based one by its hash; undefined for
+   * anything else. Liveness is the caller's to judge (refreshTokenLive).
+   */
+  private async findRefreshToken(token: string, kept: boolean): Promise<RefreshTokenView | undefined> {
+    if (isSignedRefreshToken(token)) {
+      const claims = this.refreshTokens.verify(token);
+      if (!claims) return undefined;
+      const hash = sha256Hex(token);
+      const state = await this.repo.signedRefreshTokenState(hash, claims.credentialId, kept);
+      // Signed only for the credential's own client_id; checked against the credential anyway.
+      if (!state || state.client_id !== claims.clientId) return undefined;
+      return {
+        ...state,
+        hash,
+        scopes: claims.scopes,
+        created_at: new Date(claims.issuedAt * 1000),
+        expires_at: new Date(claims.expiresAt * 1000),
+        signed: true,
+      };
+    }
+    if (!isWellFormedSecret(token, REFRESH_TOKEN_PREFIX)) return undefined;
+    const hash = sha256Hex(token);
+    const row = kept ? await this.repo.refreshTokenForGrant(hash) : await this.repo.findRefreshToken(hash);
+    return row && { ...row, hash, signed: false };
+  }
 
   private async signAccessToken(claims: AccessTokenClaims): Promise<{ token: string; jti: string }> {
     const jti = newId('at');
@@ -123,15 +170,17 @@ export class TokenService {
       scope: scopes.join(' '),
       permissions: credential.permissions,
     });
-    const refreshToken = generateSecret(REFRESH_TOKEN_PREFIX);
-    const refreshExpiry = new Date(Date.now() + this.settings.refreshTokenTtlDays * 86_400_000);
-    await this.repo.insertRefreshToken({
-      token_hash: sha256Hex(refreshToken),
-      credential_id: credential.credential_id,
-      client_id: credential.client_id,
+    // Self-describing: nothing is written (docs/auth.md, "Refresh tokens of client_credentials").
+    const issuedAt = Math.floor(Date.now() / 1000);
+    const ttlExpiry = issuedAt + this.settings.refreshTokenTtlDays * 86_400;
+    // A refresh token never outlives its credential.
+    const credentialExpiry = credential.expires_at === null ? Infinity : Math.floor(credential.expires_at.getTime() / 1000);
+    const refreshToken = this.refreshTokens.sign({
+      credentialId: credential.credential_id,
+      clientId: credential.client_id,
       scopes,
-      // A refresh token never outlives its credential.
-      expires_at: credential.expires_at && credential.expires_at < refreshExpiry ? credential.expires_at : refreshExpiry,
+      issuedAt,
+      expiresAt: Math.min(ttlExpiry, credentialExpiry),
     });
     this.lastUsed.credential(credential.credential_id);
     return {
@@ -183,9 +232,7 @@ export class TokenService {
 
   /** The refresh_token grant: a new access token; the refresh token stays valid (see docs/auth.md). */
   async refresh(refreshToken: string, authenticatedClientId?: string, requestedScope?: string): Promise<TokenResponse> {
-    const row = isWellFormedSecret(refreshToken, REFRESH_TOKEN_PREFIX)
-      ? await this.repo.refreshTokenForGrant(sha256Hex(refreshToken))
-      : undefined;
+    const row = await this.findRefreshToken(refreshToken, true);
     if (!row || !refreshTokenLive(row)) {
       throw oauthError('invalid_grant', 'The refresh token is invalid, expired or revoked, or its credential is');
     }
@@ -202,7 +249,9 @@ export class TokenService {
       permissions: row.permissions,
       ...interactive,
     });
-    this.lastUsed.refreshToken(row.token_hash);
+    // A self-describing token has no row: its use is noted on its credential (docs/auth.md).
+    if (row.signed) this.lastUsed.credential(row.credential_id);
+    else this.lastUsed.refreshToken(row.hash);
     return { access_token: access.token, token_type: 'Bearer', expires_in: this.settings.accessTokenTtlSeconds, scope: scopes.join(' ') };
   }
 
@@ -212,7 +261,7 @@ export class TokenService {
    */
   async introspect(token: string, owner: string | undefined, verifier: AccessTokenVerifier): Promise<{ active: boolean; [claim: string]: unknown }> {
     if (token.startsWith(REFRESH_TOKEN_PREFIX)) {
-      const row = isWellFormedSecret(token, REFRESH_TOKEN_PREFIX) ? await this.repo.findRefreshToken(sha256Hex(token)) : undefined;
+      const row = await this.findRefreshToken(token, false);
       if (!row || (owner !== undefined && owner !== row.client_id) || !refreshTokenLive(row)) return { active: false };
       return {
         active: true,
@@ -251,11 +300,18 @@ export class TokenService {
   /** RFC 7009: revokes a refresh or access token of `owner` (any token for the admin token); unknown tokens are ignored. */
   async revoke(token: string, owner: string | undefined, verifier: AccessTokenVerifier): Promise<void> {
     if (token.startsWith(REFRESH_TOKEN_PREFIX)) {
-      if (!isWellFormedSecret(token, REFRESH_TOKEN_PREFIX)) return;
-      const hash = sha256Hex(token);
-      const row = await this.repo.findRefreshToken(hash);
-      if (row && (owner === undefined || owner === row.client_id)) await this.repo.revokeRefreshToken(hash);
-      return;
+      const row = await this.findRefreshToken(token, false);
+      if (!row || (owner !== undefined && owner !== row.client_id)) return;
+      if (!row.signed) return this.repo.revokeRefreshToken(row.hash);
+      // Recorded even when already expired or its credential revoked: harmless, and it never lives again.
+      return this.repo.revokeSignedRefreshToken({
+        token_hash: row.hash,
+        credential_id: row.credential_id,
+        client_id: row.client_id,
+        scopes: row.scopes,
+        created_at: row.created_at,
+        expires_at: row.expires_at,
+      });
     }
     try {
       const principal = await verifier.verify(token);
