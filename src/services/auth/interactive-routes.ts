@@ -2,7 +2,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { AppError } from '../../core/errors/index.ts';
-import { bearerToken, clearSessionCookies, setSessionCookies, type PublicUrl } from '../../core/http/index.ts';
+import { ACCESS_TOKEN_COOKIE, bearerToken, clearSessionCookies, setSessionCookies, type PublicUrl } from '../../core/http/index.ts';
 import { sha256Hex } from '../../core/crypto/index.ts';
 import { authError } from './errors.ts';
 import type { InteractiveSignIn } from './interactive.ts';
@@ -123,7 +123,7 @@ export const interactiveRoutes =
 
     app.post(
       '/logout',
-      { schema: { summary: 'End the interactive session: revokes it, clears the cookies (204)', response: { 204: z.null().describe('Signed out') } } },
+      { schema: { summary: 'Sign out: ends the interactive session (or revokes the access cookie of a sign-in with a credential secret) and clears the cookies (204)', response: { 204: z.null().describe('Signed out') } } },
       async (request, reply) => {
         // The session: the refresh cookie (SameSite=Strict), else a bearer access token of it.
         let session: { clientId: string; credentialId: string } | undefined;
@@ -139,6 +139,10 @@ export const interactiveRoutes =
           if (principal && row) session = { clientId: principal.identity, credentialId: principal.credentialId };
         }
         if (session) await repo.revokeCredential(session.clientId, session.credentialId);
+        // A sign-in with a credential secret (the console's): its access cookie is revoked, so a copy
+        // of the cookie stops working at once here and elsewhere within LAKEPORT_AUTH_CACHE_SECONDS.
+        const accessCookie = request.cookies[ACCESS_TOKEN_COOKIE];
+        if (!session && accessCookie) await tokens.revoke(accessCookie, undefined, verifier);
         clearCookies(reply);
         return reply.status(204).header('cache-control', 'no-store').send(null);
       },

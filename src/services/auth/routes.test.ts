@@ -287,6 +287,18 @@ describe('token endpoint', () => {
     expect(without.headers['set-cookie']).toBeUndefined();
   });
 
+  it('sign-out (POST /auth/logout) of a sign-in with a credential secret revokes its access cookie, not the credential', async () => {
+    const cred = await credentialFor('otto');
+    const res = await t.app.inject({ method: 'POST', url: '/auth/token?set_cookie=true', headers: FORM, payload: form({ client_id: 'otto', client_secret: cred.secret }) });
+    const value = String(res.headers['set-cookie']).split(';')[0];
+    expect((await t.app.inject({ method: 'GET', url: '/auth/me', headers: { cookie: value } })).statusCode).toBe(200);
+    const out = await t.app.inject({ method: 'POST', url: '/auth/logout', headers: { cookie: value } });
+    expect(out.statusCode).toBe(204);
+    // A copy of the cookie (or the token as a bearer) no longer works; the credential still does.
+    expect((await t.app.inject({ method: 'GET', url: '/auth/me', headers: { cookie: value } })).statusCode).toBe(401);
+    expect((await tokenFor('otto', cred.secret)).statusCode).toBe(200);
+  });
+
   it('rate-limits failed attempts per client_id with 429 and Retry-After', async () => {
     const cred = await credentialFor('pete');
     for (let i = 0; i < 10; i++) expect((await tokenFor('pete', 'lpsk_wrong')).statusCode).toBe(401);
