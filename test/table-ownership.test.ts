@@ -33,6 +33,7 @@ const OWNERS: Record<string, string> = {
   refresh_tokens: AUTH,
   revoked_access_tokens: AUTH,
   signing_keys: AUTH,
+  refresh_token_key: AUTH,
   auth_failures: AUTH,
   oidc_pending_logins: AUTH,
   identity_links: AUTH,

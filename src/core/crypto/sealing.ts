@@ -17,14 +17,6 @@ export class Sealer {
     return ['v1', iv, cipher.getAuthTag(), ciphertext].map((p) => (typeof p === 'string' ? p : p.toString('base64url'))).join('.');
   }
 
-  /**
-   * A 32-byte key for one purpose, derived from this key with HKDF-SHA256 (`purpose` as the info):
-   * the same on every server sharing the master key, and telling nothing about it.
-   */
-  deriveKey(purpose: string): Buffer {
-    return Buffer.from(crypto.hkdfSync('sha256', this.key, 'lakeport', purpose, 32));
-  }
-
   open(sealed: string, context: string): Buffer {
     const [version, iv, tag, ciphertext] = sealed.split('.');
     if (version !== 'v1' || !iv || !tag || ciphertext === undefined) throw new Error('unrecognised sealed value');

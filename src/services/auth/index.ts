@@ -11,7 +11,8 @@ import { adminTokenThrottle, DEFAULT_THROTTLE, FailedAttemptThrottle } from './t
 import { LastUsedTimes } from './last-used.ts';
 import type { Logger } from '../../core/logger.ts';
 import { AccessTokenVerifier, TokenService } from './tokens.ts';
-import { RefreshTokenSigner, SIGNED_REFRESH_TOKEN_KEY_PURPOSE } from './signed-refresh-tokens.ts';
+import { RefreshTokenSigner } from './signed-refresh-tokens.ts';
+import { loadRefreshTokenKey } from './refresh-token-key.ts';
 import type { IdentityProviderConfig } from '../../config.ts';
 import { ALLOW_ALL_SIGN_INS, type SignInPolicy } from '../../core/authz/sign-in-policy.ts';
 import { InteractiveSignIn } from './interactive.ts';
@@ -56,6 +57,7 @@ export async function createAuthService(options: AuthServiceOptions) {
   // A rotated-out key stays published for a token lifetime plus five minutes of slack.
   const keys = new SigningKeyStore(options.db, options.sealer, options.accessTokenTtlSeconds + 300);
   await keys.init();
+  const refreshTokenSigner = new RefreshTokenSigner(await loadRefreshTokenKey(options.db, options.sealer));
   const issuer = () => options.publicUrl.service(AUTH_PREFIX);
   const verifier = new AccessTokenVerifier(keys, repo, issuer, cacheMs);
   const throttle = new FailedAttemptThrottle(options.db, { ...DEFAULT_THROTTLE, keepMs: Math.min(DEFAULT_THROTTLE.keepMs, cacheMs) });
@@ -67,7 +69,7 @@ export async function createAuthService(options: AuthServiceOptions) {
     accessTokenTtlSeconds: options.accessTokenTtlSeconds,
     refreshTokenTtlDays: options.refreshTokenTtlDays,
     signInPolicy: () => signInPolicy,
-  }, lastUsed, new RefreshTokenSigner(options.sealer.deriveKey(SIGNED_REFRESH_TOKEN_KEY_PURPOSE)));
+  }, lastUsed, refreshTokenSigner);
   const signIn = new InteractiveSignIn(options.db, options.identityProviders ?? [], options.publicUrl, () => signInPolicy, {
     loginTtlSeconds: options.loginTtlSeconds ?? 600,
     timeoutSeconds: options.idpTimeoutSeconds ?? 10,

@@ -9,7 +9,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sha256Hex } from '../../core/crypto/index.ts';
 import { insertRowBasedRefreshToken } from '../../../test/auth-tokens.ts';
 import { createTwoServerApp, type TestApp } from '../../../test/harness.ts';
-import { RefreshTokenSigner, SIGNED_REFRESH_TOKEN_KEY_PURPOSE, type RefreshClaims } from './signed-refresh-tokens.ts';
+import { Writable } from 'node:stream';
+import { buildApp } from '../../app.ts';
+import { Sealer } from '../../core/crypto/index.ts';
+import { RefreshTokenSigner, type RefreshClaims } from './signed-refresh-tokens.ts';
+import { loadRefreshTokenKey } from './refresh-token-key.ts';
 import { within } from '../../../test/async.ts';
 
 const CACHE_SECONDS = 1;
@@ -65,15 +69,32 @@ describe('RefreshTokenSigner', () => {
 let t: TestApp & { other: FastifyInstance };
 let a: FastifyInstance;
 let b: FastifyInstance;
-/** Signs with the servers' own key (HKDF of the shared master key), to make tokens no server would issue. */
+/** A third server on the same database whose log (every level) is kept, to look for the key in it. */
+let logged: FastifyInstance;
+const logLines: string[] = [];
+/** The master key, to compute the MAC key this release no longer uses (HKDF of the master key). */
+const masterKey = crypto.randomBytes(32);
+/** The servers' own MAC key, read from the database as a server reads it. */
+let serverKey: Buffer;
+/** Signs with the servers' own key, to make tokens no server would issue. */
 let serverSigner: RefreshTokenSigner;
 beforeAll(async () => {
-  t = await createTwoServerApp({ authCacheSeconds: CACHE_SECONDS });
+  t = await createTwoServerApp({ authCacheSeconds: CACHE_SECONDS, sealer: new Sealer(masterKey) });
   a = t.app;
   b = t.other;
-  serverSigner = new RefreshTokenSigner(t.deps.sealer.deriveKey(SIGNED_REFRESH_TOKEN_KEY_PURPOSE));
+  const stream = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      logLines.push(chunk.toString('utf8'));
+      done();
+    },
+  });
+  logged = await buildApp(t.deps, { workers: false, logger: { level: 'trace', stream } });
+  await logged.ready();
+  serverKey = await loadRefreshTokenKey(t.db, t.deps.sealer);
+  serverSigner = new RefreshTokenSigner(serverKey);
 });
 afterAll(async () => {
+  await logged?.close();
   await t?.close();
 });
 
@@ -143,6 +164,51 @@ describe('the refresh grant with self-describing tokens', () => {
     const { refresh_token } = await issue(a, 'eve', cred.secret);
     const res = await introspect(a, refresh_token, { 'x-admin-token': t.adminToken });
     expect(res.json().exp).toBe(Math.floor(new Date(cred.expires_at!).getTime() / 1000));
+  });
+});
+
+describe('the MAC key', () => {
+  it('is one random key in the database, sealed: every server issues tokens the others accept, and it is neither logged nor answered', async () => {
+    const rows = await t.db.kysely.selectFrom('refresh_token_key').selectAll().execute();
+    expect(rows).toHaveLength(1);
+    const spellings = [serverKey.toString('base64url'), serverKey.toString('base64'), serverKey.toString('hex')];
+    for (const spelling of spellings) expect(rows[0].sealed_key).not.toContain(spelling);
+    const cred = await credential('kai');
+    const answers: string[] = [];
+    for (const issuer of [a, b, logged]) {
+      const issued = await post(issuer, '/auth/token', { grant_type: 'client_credentials', client_id: 'kai', client_secret: cred.secret });
+      expect(issued.statusCode).toBe(200);
+      answers.push(issued.body);
+      const token = issued.json().refresh_token as string;
+      expect(serverSigner.verify(token)).toMatchObject({ credentialId: cred.credential_id, clientId: 'kai' });
+      for (const app of [a, b, logged]) {
+        const res = await refresh(app, token);
+        expect(res.statusCode).toBe(200);
+        answers.push(res.body);
+      }
+      answers.push((await introspect(logged, token, { 'x-admin-token': t.adminToken })).body);
+      answers.push((await refresh(logged, changedAt(token, -1))).body);
+    }
+    answers.push((await logged.inject({ method: 'GET', url: '/auth/jwks' })).body);
+    const log = logLines.join('');
+    expect(log).toContain('/auth/token'); // the log did record these requests
+    for (const spelling of spellings) {
+      expect(log).not.toContain(spelling);
+      for (const answer of answers) expect(answer).not.toContain(spelling);
+    }
+  });
+
+  it('is not derived from the master key: a token MACed under the HKDF key of before is invalid_grant', async () => {
+    const hkdfKey = Buffer.from(crypto.hkdfSync('sha256', masterKey, 'lakeport', 'lakeport/refresh-token-mac/v1', 32));
+    expect(hkdfKey).not.toEqual(serverKey);
+    const cred = await credential('hal');
+    const old = new RefreshTokenSigner(hkdfKey).sign(claims({ credentialId: cred.credential_id, clientId: 'hal' }));
+    const unknown = await refresh(a, 'lprt_nope');
+    for (const app of [a, b]) {
+      const res = await refresh(app, old);
+      expect({ status: res.statusCode, body: res.json() }).toEqual({ status: 400, body: unknown.json() });
+      expect(res.json().error).toBe('invalid_grant');
+    }
   });
 });
 

@@ -5,12 +5,11 @@ import { REFRESH_TOKEN_PREFIX } from './secrets.ts';
 /**
  * Self-describing refresh tokens of the client_credentials grant (docs/auth.md, "Refresh tokens of
  * client_credentials"): `lprt_2.<claims>.<mac>`, the claims as base64url JSON and the MAC an
- * HMAC-SHA256 of everything before the last dot under a key derived from the master key. The old
+ * HMAC-SHA256 of everything before the last dot under the cluster's random key, kept sealed in the
+ * database (refresh-token-key.ts). The old
  * random tokens (`lprt_` + base62 + checksum) never contain a dot, so the two never mix up.
  */
 export const SIGNED_REFRESH_TOKEN_PREFIX = `${REFRESH_TOKEN_PREFIX}2.`;
-/** The HKDF purpose of the MAC key; a new purpose (and prefix) would retire every token at once. */
-export const SIGNED_REFRESH_TOKEN_KEY_PURPOSE = 'lakeport/refresh-token-mac/v1';
 
 /** The MAC is 32 bytes: 43 base64url characters. Claims of any real credential stay far below 4 KiB. */
 const SHAPE = /^lprt_2\.[A-Za-z0-9_-]{1,4000}\.[A-Za-z0-9_-]{43}$/;

@@ -1,4 +1,4 @@
-// Owner: src/services/auth (credentials, refresh_tokens, revoked_access_tokens, signing_keys,
+// Owner: src/services/auth (credentials, refresh_tokens, revoked_access_tokens, signing_keys, refresh_token_key,
 // auth_failures, oidc_pending_logins, identity_links, interactive_sessions); schema_migrations is core/db's migrator's. See test/table-ownership.test.ts.
 import type { Generated } from 'kysely';
 import type { DefaultTimestamp, Json, PermissionPair, Timestamp } from './types.ts';
@@ -41,6 +41,13 @@ export interface SigningKeysTable {
   private_jwk: string;
   created_at: DefaultTimestamp;
   retired_at: Timestamp | null;
+}
+
+/** The one MAC key of client_credentials refresh tokens (migration 0030), sealed with the master key. */
+export interface RefreshTokenKeyTable {
+  singleton: Generated<boolean>;
+  sealed_key: string;
+  created_at: DefaultTimestamp;
 }
 
 /** Failed-attempt counters (migration 0009; see src/services/auth/throttle.ts). */
@@ -100,6 +107,7 @@ export interface AuthTables {
   refresh_tokens: RefreshTokensTable;
   revoked_access_tokens: RevokedAccessTokensTable;
   signing_keys: SigningKeysTable;
+  refresh_token_key: RefreshTokenKeyTable;
   auth_failures: AuthFailuresTable;
   oidc_pending_logins: OidcPendingLoginsTable;
   identity_links: IdentityLinksTable;
