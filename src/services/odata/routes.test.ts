@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { RowReader } from '../../core/engine/index.ts';
+import { KEPT_READ_TTL_MS } from '../../core/kept.ts';
 import { createTestApp, tempDir, type TestApp } from '../../../test/harness.ts';
 import { createWorkspace, signIn, type TestUser } from '../../../test/clients.ts';
 import { seedSnapshot } from '../../../test/seed.ts';
@@ -422,7 +423,26 @@ describe('OData service', () => {
       expect(one.body).toContain(String(snapshots[0]));
     });
 
+    it('lists at once what this process changed, though listings are kept', async () => {
+      const names = async () => (await get(rita, '/odata/api/v4/')).json().value.map((e: { name: string }) => e.name);
+      const sets = async () => (await get(rita, '/odata/api/v4/$metadata')).body;
+      expect(await names()).not.toContain('acme__sales__fresh');
+      expect(await sets()).not.toContain('acme__sales__fresh');
+      await seedSnapshot(t, { workspace: 'acme', collection: 'sales', dataset: 'fresh' }, [{ name: 'x', type: 'BIGINT', nullable: false }], 'SELECT 7 AS x');
+      expect(await names()).toContain('acme__sales__fresh');
+      expect(await sets()).toContain('acme__sales__fresh');
+      const grant = await alice.request('POST', '/policy/v1/access/workspace/acme/policies', { principal: { identity: 'rita', type: 'user' }, role: 'reader', pattern: 'acme.hr.*' });
+      expect(await names()).toContain('acme__hr__salaries');
+      await alice.request('DELETE', `/policy/v1/access/workspace/acme/policies/${grant.json().policy_id}`);
+      expect(await names()).not.toContain('acme__hr__salaries');
+      expect(await sets()).not.toContain('acme__hr__salaries');
+      await t.app.lakeport.catalog.dropDataset({ workspace: 'acme', collection: 'sales', dataset: 'fresh' }, 'alice');
+      expect(await sets()).not.toContain('acme__sales__fresh');
+    });
+
     it('answers 504 when the datasets cannot be enumerated', async () => {
+      // Past the time the listing read by earlier requests is kept (core/kept.ts), so this one reads.
+      await new Promise((resolve) => setTimeout(resolve, KEPT_READ_TTL_MS + 50));
       vi.spyOn(t.app.lakeport.catalog, 'listDatasetsIn').mockRejectedValueOnce(new Error('connection reset'));
       const res = await get(rita, '/odata/api/v4/$metadata');
       expect(res.statusCode).toBe(504);
