@@ -390,6 +390,7 @@ async function bigDataset(dir: string): Promise<void> {
       }
     }
     const page = Object.fromEntries(Object.entries(times).map(([k, v]) => [k, median(v)])) as Record<keyof typeof pages, number>;
+    note(`  pages (median ms): ${Object.entries(page).map(([k, v]) => `${k} ${v.toFixed(1)}`).join(', ')}; ingest peak RSS ${mb(ingest.withChildren)}; load ${load()}`);
 
     const files = await committedFiles(dataDir, loaded.contractId);
     const aggregate = 'SELECT category, count(*), sum(amount), avg(amount) FROM big.orders.all GROUP BY category';
@@ -409,6 +410,7 @@ async function bigDataset(dir: string): Promise<void> {
       }
     }
     const query = memory.stop();
+    note(`  aggregate: service ${ms(median(service))}, raw DuckDB ${ms(median(direct))}; query peak RSS ${mb(query.withChildren)}`);
 
     note('download: every row as one Parquet file of a job result...');
     memory = sampleMemory(server.pid);
