@@ -122,7 +122,9 @@ export async function* rowsDocument(session: ReadSession, query: RowsQuery, opti
     // Rows passed over count within the file the token's row lies in (a range never spans files).
     let passed = options.skiptokenRows;
     for (; file < session.dataset.files.length && next === undefined; file++, row = 0, passed = 0) {
-      const relation = await session.fileRelation(file, row);
+      // Without a filter the page needs only its own rows and the probe: the scan is bounded to them.
+      const to = options.filter === undefined ? Math.min(session.dataset.files[file].rows, row + passed + options.top - sent + 1) : undefined;
+      const relation = await session.fileRelation(file, row, to);
       for await (const block of fileBlocks(session, all.sql(relation), all.params.values, shown.columns, query.rowId, options.top - sent, passed, query.ieee754)) {
         // The probe row is the first row of the next page.
         if (block.probe) next = String(block.last! - options.skip);
