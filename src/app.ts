@@ -344,6 +344,7 @@ async function createServices(deps: AppDeps, log: FastifyBaseLogger) {
     clients: auth.tokens,
     publicUrl: deps.publicUrl,
     changes: deps.db.changes,
+    writes: deps.db.writes,
     log: log.child({ module: 'odata' }),
   });
   const iceberg = createIcebergService({

@@ -51,8 +51,18 @@ const ALIASES: Record<string, string> = {
 
 const NESTED = /^(STRUCT|MAP|UNION)\b|\[\]$|\[\d+\]$|^LIST\b|^JSON$/;
 
+/** normalizeType's answers by type text: a catalog names few types, and listings normalise them per column. */
+const normalized = new Map<string, string | undefined>();
+
 /** A normalised type name, or undefined for a type Lakeport cannot store. */
 export function normalizeType(raw: string): string | undefined {
+  if (normalized.has(raw)) return normalized.get(raw);
+  const type = normalize(raw);
+  if (normalized.size < 10_000) normalized.set(raw, type);
+  return type;
+}
+
+function normalize(raw: string): string | undefined {
   const upper = raw.trim().toUpperCase().replace(/\s+/g, ' ');
   const aliased = ALIASES[upper] ?? upper;
   if ((SIMPLE as readonly string[]).includes(aliased)) return aliased;

@@ -209,11 +209,18 @@ export class JobsService {
   /** A slice of the results as a file, streamed from a temporary copy that is removed once sent. */
   async download(caller: Principal, executionId: string, options: { file_format: 'csv' | 'json' | 'parquet'; limit: number; offset: number }) {
     const job = await this.finished(caller, executionId);
-    await fsp.mkdir(this.deps.scratchDir, { recursive: true });
-    const file = path.join(this.deps.scratchDir, `${crypto.randomUUID()}.${options.file_format}`);
-    await this.deps.ingestor.exportSlice(await this.deps.blobs.localPath(job.result_key), options.file_format, options.offset, options.limit, file);
-    const stream = fs.createReadStream(file);
-    stream.once('close', () => void fsp.rm(file, { force: true }));
+    const result = await this.deps.blobs.localPath(job.result_key);
+    let stream: fs.ReadStream;
+    if (options.file_format === 'parquet' && options.offset === 0 && options.limit >= Number(job.row_count ?? Infinity)) {
+      // Every row as Parquet is the result file itself: sent as it is, not written again (no memory, no copy).
+      stream = fs.createReadStream(result);
+    } else {
+      await fsp.mkdir(this.deps.scratchDir, { recursive: true });
+      const file = path.join(this.deps.scratchDir, `${crypto.randomUUID()}.${options.file_format}`);
+      await this.deps.ingestor.exportSlice(result, options.file_format, options.offset, options.limit, file);
+      stream = fs.createReadStream(file);
+      stream.once('close', () => void fsp.rm(file, { force: true }));
+    }
     const types = { csv: 'text/csv; charset=utf-8', json: 'application/x-ndjson', parquet: 'application/vnd.apache.parquet' };
     const extension = { csv: 'csv', json: 'jsonl', parquet: 'parquet' }[options.file_format];
     return { stream, contentType: types[options.file_format], fileName: `${job.execution_id}.${extension}`, headers: this.rangeHeaders(job, options) };

@@ -29,6 +29,17 @@ function rangeEnd(row: number, rows: number, fileRows: number): number {
   return fileRows - to < 2 * ROW_GROUP_ROWS ? fileRows : to;
 }
 
+/**
+ * Where a cursor's first range ends: at the first row group boundary after `row` when the rows up to
+ * it hold a page (`need` rows), so the first page reads one row group wherever it starts (files
+ * Lakeport writes have ROW_GROUP_ROWS-row groups; DuckDB's default, 122 880 rows, is four of them);
+ * else as rangeEnd.
+ */
+function firstRangeEnd(row: number, rows: number, fileRows: number, need: number): number {
+  const boundary = Math.min(fileRows, Math.ceil((row + 1) / ROW_GROUP_ROWS) * ROW_GROUP_ROWS);
+  return boundary - row >= need ? Math.min(boundary, row + Math.max(rows, need)) : rangeEnd(row, rows, fileRows);
+}
+
 /** The matching rows of one range of source rows, read from DuckDB's JSON while it is written. */
 interface Range {
   /** The number of the range's first source row: tokens count delivered rows from here. */
@@ -78,6 +89,8 @@ export class RangeCursor {
   /** The last range's writer, which the next range waits for. */
   private writing: Promise<unknown> = Promise.resolve();
   private closed = false;
+  /** No range was started yet (see firstRangeEnd). */
+  private first = true;
 
   constructor(
     private readonly session: ReadSession,
@@ -201,7 +214,8 @@ export class RangeCursor {
     await Promise.allSettled([this.writing]);
     const { file, row } = this;
     const fileRows = this.session.dataset.files[file].rows;
-    const to = rangeEnd(row, this.rangeRows, fileRows);
+    const to = this.first ? firstRangeEnd(row, this.rangeRows, fileRows, this.top + 1) : rangeEnd(row, this.rangeRows, fileRows);
+    this.first = false;
     const { all, shown } = this.query;
     const relation = await this.session.fileRelation(file, row, to);
     const nonFinite = await this.session.nonFiniteColumns(file, shown.columns.filter((c) => c.type === 'FLOAT' || c.type === 'DOUBLE'));

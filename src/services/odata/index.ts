@@ -2,6 +2,7 @@ import type { Authorizer } from '../../core/authz/index.ts';
 import type { Catalog } from '../../core/catalog/index.ts';
 import type { RowReader } from '../../core/engine/index.ts';
 import { serviceModule, type PublicUrl, type TokenVerifier } from '../../core/http/index.ts';
+import type { TableWrites } from '../../core/db/writes.ts';
 import type { Logger } from '../../core/logger.ts';
 import type { BlobStore } from '../../core/storage/index.ts';
 import type { ClientAuthenticator } from './auth.ts';
@@ -24,6 +25,8 @@ export interface ODataOptions {
   publicUrl: PublicUrl;
   /** Db.changes: lets a page's access lookup be kept while nothing was written. */
   changes?: () => number;
+  /** Db.writes: lets the readable listings be kept until this process writes the catalog. */
+  writes?: TableWrites;
   /** Where pages read ahead and cursors report what failed off the request path. */
   log: Logger;
 }

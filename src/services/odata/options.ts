@@ -88,6 +88,18 @@ export function parseRowsOptions(query: Record<string, unknown>): RowsOptions {
   };
 }
 
+/**
+ * The options with `$orderby` dropped when it asks for the rows' own order — the row number `rowId`
+ * ascending, alone — and nothing filters or reshapes the rows: then a page, `$skip` included, is
+ * found by row number (the Parquet scan skips to it) rather than by sorting every row. A page token
+ * stays the count of rows delivered after `$skip` (without a filter, row `skip + token`).
+ */
+export function inRowOrder(options: RowsOptions, rowId: string): RowsOptions {
+  const key = /^\s*(\S+?)(?:\s+asc)?\s*$/i.exec(options.orderby ?? '');
+  if (!key || key[1] !== rowId || options.filter !== undefined || options.apply !== undefined) return options;
+  return { ...options, orderby: undefined };
+}
+
 /** `row` or `row.rows`, both whole numbers (see RowsOptions.skiptoken). */
 export function parseSkiptoken(text: string | undefined): Pick<RowsOptions, 'skiptoken' | 'skiptokenRows'> {
   if (text === undefined) return { skiptoken: 0, skiptokenRows: 0 };

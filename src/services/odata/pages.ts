@@ -3,7 +3,7 @@ import type { Principal } from '../../core/authz/index.ts';
 import type { Logger } from '../../core/logger.ts';
 import { RangeCursor, type CursorPage, type RangeCursors } from './cursor.ts';
 import type { DatasetVersion } from './model.ts';
-import { parseSkiptoken, type RowsOptions } from './options.ts';
+import { inRowOrder, parseSkiptoken, type RowsOptions } from './options.ts';
 import { compileQuery } from './query/index.ts';
 import type { PageText, ReadAhead } from './read-ahead.ts';
 import { pageHead, pageTail, rowsDocument } from './rows.ts';
@@ -118,7 +118,8 @@ export class RowPages {
     const entity = entityOf(version.dataset);
     /** The query of the page at `start`; now() is the time it is compiled, just before the rows are read. */
     const compile = (start: Pick<RowsOptions, 'skiptoken' | 'skiptokenRows'>) => {
-      const pageOptions = { ...options, ...start };
+      // `$orderby=<row id>` (with `$skip` or not) reads as a plain read from a row number.
+      const pageOptions = inRowOrder({ ...options, ...start }, entity.rowId);
       const now = new Date();
       const shown = compileQuery(pageOptions, entity.properties, now);
       return {

@@ -117,14 +117,17 @@ export async function* rowsDocument(session: ReadSession, query: RowsQuery, opti
   };
 
   if (options.orderby === undefined && options.apply === undefined) {
-    let { file, row } = session.locate(options.skiptoken);
+    // `$skip` here only comes with `$orderby=<row id>` and no filter (inRowOrder): row `skip + token`; tokens count from it.
+    let { file, row } = session.locate(options.skip + options.skiptoken);
     // Rows passed over count within the file the token's row lies in (a range never spans files).
     let passed = options.skiptokenRows;
     for (; file < session.dataset.files.length && next === undefined; file++, row = 0, passed = 0) {
-      const relation = await session.fileRelation(file, row);
+      // Without a filter the page needs only its own rows and the probe: the scan is bounded to them.
+      const to = options.filter === undefined ? Math.min(session.dataset.files[file].rows, row + passed + options.top - sent + 1) : undefined;
+      const relation = await session.fileRelation(file, row, to);
       for await (const block of fileBlocks(session, all.sql(relation), all.params.values, shown.columns, query.rowId, options.top - sent, passed, query.ieee754)) {
         // The probe row is the first row of the next page.
-        if (block.probe) next = String(block.last);
+        if (block.probe) next = String(block.last! - options.skip);
         else yield emit(block);
       }
     }

@@ -1,8 +1,10 @@
 import { LRUCache } from 'lru-cache';
 import { collectionsReached, roleAtLeast, type Authorizer, type Principal } from '../../core/authz/index.ts';
-import { NAME_REGEX, normalizeRef, parseSelector, refOf, type Catalog, type DataFile, type Dataset, type DatasetRef, type Snapshot, type SnapshotSelector } from '../../core/catalog/index.ts';
+import { NAME_REGEX, normalizeRef, parseSelector, refOf, type Catalog, type DataFile, type Dataset, type DatasetRef, type Snapshot, type SnapshotSelector, type Tag } from '../../core/catalog/index.ts';
 import type { RowReader } from '../../core/engine/row-reader.ts';
 import { newId } from '../../core/crypto/index.ts';
+import type { TableWrites } from '../../core/db/writes.ts';
+import { KEPT_READ_TTL_MS, KeptReads } from '../../core/kept.ts';
 import { AppError } from '../../core/errors/index.ts';
 import type { BlobStore } from '../../core/storage/index.ts';
 import { odataError } from './errors.ts';
@@ -17,7 +19,15 @@ export interface ODataServiceDeps {
   reader: RowReader;
   /** The caller's grants, the workspace's state and the dataset, in one lookup (every page needs them). */
   access: Pick<DatasetAccessLookup, 'find'>;
+  /** This process's writes to the metadata database (Db.writes): what the readable listings are kept until; none kept without it. */
+  writes?: TableWrites;
 }
+
+/** The catalog tables the readable listings are read from (grants and workspace states are part of their keys). */
+const LISTING_TABLES = ['catalog_namespaces', 'catalog_collections', 'catalog_datasets', 'catalog_snapshots', 'catalog_data_files', 'catalog_tags'];
+
+type Readable = { dataset: Dataset; role: DatasetVersion['role']; policies: string[] }[];
+type Scopes = Awaited<ReturnType<ODataService['readableScopes']>>;
 
 /** A dataset path segment: `name` or `name@label`. */
 export interface DatasetAddress {
@@ -71,7 +81,20 @@ export class ODataService {
   /** The holder of this process's OData leases. */
   private readonly leaseHolder = `odata:${newId('proc')}`;
 
-  constructor(private readonly deps: ODataServiceDeps) {}
+  /**
+   * What the service document and the service-wide $metadata read, per caller standing (grants in
+   * live workspaces, credential narrowing): dropped when this process writes the catalog, and after
+   * KEPT_READ_TTL_MS (another server's commit), so a BI tool refreshing both costs one read.
+   */
+  private readonly keptRefs: KeptReads<string, DatasetRef[]>;
+  private readonly keptVersions: KeptReads<string, DatasetVersion[]>;
+
+  constructor(private readonly deps: ODataServiceDeps) {
+    const kept = { ttlMs: deps.writes ? KEPT_READ_TTL_MS : 0, tables: deps.writes && { writes: deps.writes, names: LISTING_TABLES } };
+    this.keptRefs = new KeptReads({ ...kept, max: 1_000 });
+    // A few large answers (every readable dataset with its files' statistics).
+    this.keptVersions = new KeptReads({ ...kept, max: 16 });
+  }
 
   /**
    * Leases the version's snapshot while its pages are read: a client following nextLink keeps the
@@ -93,9 +116,8 @@ export class ODataService {
    * (soft-deleted workspaces are left out by core/authz). A fixed number of queries however many
    * workspaces: the caller's standings, then the datasets of the collections its grants reach.
    */
-  async readableDatasets(caller: Principal): Promise<{ dataset: Dataset; role: DatasetVersion['role']; policies: string[] }[]> {
-    const { standings, scopes } = await this.readableScopes(caller);
-    const readable: { dataset: Dataset; role: DatasetVersion['role']; policies: string[] }[] = [];
+  private async readableDatasets(caller: Principal, { standings, scopes }: Scopes): Promise<Readable> {
+    const readable: Readable = [];
     for (const dataset of await this.deps.catalog.listDatasetsIn(scopes)) {
       const [{ role, patterns }] = this.deps.authz.accessFrom(caller, standings.get(dataset.workspace)!, [refOf(dataset)]);
       if (role !== null && roleAtLeast(role, 'reader')) readable.push({ dataset, role, policies: patterns });
@@ -105,18 +127,24 @@ export class ODataService {
 
   /** The names of every dataset the caller may read, as readableDatasets lists them (the service document and entity set names need no more). */
   async readableRefs(caller: Principal): Promise<DatasetRef[]> {
-    const { standings, scopes } = await this.readableScopes(caller);
-    return (await this.deps.catalog.listDatasetRefsIn(scopes)).filter((ref) => {
-      const [{ role }] = this.deps.authz.accessFrom(caller, standings.get(ref.workspace)!, [ref]);
-      return role !== null && roleAtLeast(role, 'reader');
-    });
+    const readable = await this.readableScopes(caller);
+    return this.keptRefs.get(readable.key, async () =>
+      (await this.deps.catalog.listDatasetRefsIn(readable.scopes)).filter((ref) => {
+        const [{ role }] = this.deps.authz.accessFrom(caller, readable.standings.get(ref.workspace)!, [ref]);
+        return role !== null && roleAtLeast(role, 'reader');
+      }),
+    );
   }
 
-  /** The caller's standing in each workspace it may browse, and the collections there its grants reach. */
+  /**
+   * The caller's standing in each workspace it may browse, the collections there its grants reach,
+   * and a key for what they let it read (the answers kept for it depend on nothing else of the caller).
+   */
   private async readableScopes(caller: Principal) {
     const standings = new Map((await this.deps.authz.standingsOf(caller)).map((s) => [s.workspace, s]));
     const scopes = [...standings.values()].map((s) => ({ workspace: s.workspace, collections: collectionsReached(s.grants) }));
-    return { standings, scopes };
+    const key = JSON.stringify([caller.identity, caller.permissions, [...standings.values()]]);
+    return { standings, scopes, key };
   }
 
   /**
@@ -145,23 +173,36 @@ export class ODataService {
    */
   async currentVersions(caller: Principal): Promise<DatasetVersion[]> {
     try {
-      const readable = await this.readableDatasets(caller);
-      const ids = readable.map(({ dataset }) => dataset.current_snapshot_id).filter((id): id is number => id !== null);
-      const [snapshots, files, tags] = await Promise.all([this.deps.catalog.snapshotsById(ids), this.deps.catalog.filesOfSnapshots(ids), this.deps.catalog.tagsOfSnapshots(ids)]);
-      const snapshotById = new Map(snapshots.map((s) => [Number(s.snapshot_id), s]));
-      return await Promise.all(
-        readable.map(async ({ dataset, role, policies }) => {
-          const snapshot = dataset.current_snapshot_id === null ? undefined : snapshotById.get(Number(dataset.current_snapshot_id));
-          // A snapshot gone meanwhile, or files a compaction stands in for (Catalog.readFiles): one dataset at a time.
-          const own = snapshot && files.get(Number(snapshot.snapshot_id));
-          if (!snapshot || !own || own.some((f) => f.replaced_by !== null)) return this.versionOf(dataset, { kind: 'current' }, role, policies, { tags: true });
-          return { ref: refOf(dataset), dataset, snapshot, files: own, tags: tags.filter((t) => t.snapshot_id === snapshot.snapshot_id), role, policies };
-        }),
-      );
+      const scopes = await this.readableScopes(caller);
+      return await this.keptVersions.get(scopes.key, () => this.readCurrentVersions(caller, scopes));
     } catch (error) {
       if (error instanceof AppError && error.status < 500) throw error;
       throw odataError('CATALOG_UNAVAILABLE', 'The datasets could not be enumerated; try again shortly');
     }
+  }
+
+  /** The current version of every dataset the caller may read: snapshots, files and tags of all of them at once. */
+  private async readCurrentVersions(caller: Principal, scopes: Scopes): Promise<DatasetVersion[]> {
+    const readable = await this.readableDatasets(caller, scopes);
+    const ids = readable.map(({ dataset }) => dataset.current_snapshot_id).filter((id): id is number => id !== null);
+    const [snapshots, files, tags] = await Promise.all([this.deps.catalog.snapshotsById(ids), this.deps.catalog.filesOfSnapshots(ids), this.deps.catalog.tagsOfSnapshots(ids)]);
+    const snapshotById = new Map(snapshots.map((s) => [Number(s.snapshot_id), s]));
+    const tagsOf = new Map<number, Tag[]>();
+    for (const tag of tags) {
+      const id = Number(tag.snapshot_id);
+      const list = tagsOf.get(id);
+      if (list) list.push(tag);
+      else tagsOf.set(id, [tag]);
+    }
+    return await Promise.all(
+      readable.map(async ({ dataset, role, policies }) => {
+        const snapshot = dataset.current_snapshot_id === null ? undefined : snapshotById.get(Number(dataset.current_snapshot_id));
+        // A snapshot gone meanwhile, or files a compaction stands in for (Catalog.readFiles): one dataset at a time.
+        const own = snapshot && files.get(Number(snapshot.snapshot_id));
+        if (!snapshot || !own || own.some((f) => f.replaced_by !== null)) return this.versionOf(dataset, { kind: 'current' }, role, policies, { tags: true });
+        return { ref: refOf(dataset), dataset, snapshot, files: own, tags: tagsOf.get(Number(snapshot.snapshot_id)) ?? [], role, policies };
+      }),
+    );
   }
 
   /**

@@ -1,4 +1,4 @@
-import { element, textElement, type XmlElement } from './xml.ts';
+import { attr, escapeXml, xmlElement } from './xml.ts';
 
 /** CSDL annotation values: constants, records and collections, written as CSDL XML. */
 export type ConstantKind = 'Int' | 'Bool' | 'String';
@@ -34,21 +34,26 @@ function isConstant(value: Expression): value is Constant {
   return value.kind !== 'Record' && value.kind !== 'Collection';
 }
 
-/** A value as a child element: `<Int>1</Int>`, `<Record>…</Record>`, `<Collection>…</Collection>`. */
-function valueElement(value: Expression): XmlElement {
-  if (isConstant(value)) return textElement(value.kind, value.value);
-  if (value.kind === 'Collection') return element('Collection', {}, value.items.map(valueElement));
-  const present = value.fields.filter((field): field is [string, Expression] => field[1] !== undefined);
-  return element('Record', {}, present.map(([property, fieldValue]) => holder('PropertyValue', { Property: property }, fieldValue)));
+/** A value as a child element at `indent`: `<Int>1</Int>`, `<Record>…</Record>`, `<Collection>…</Collection>`. */
+function valueText(value: Expression, indent: string): string {
+  if (isConstant(value)) return `${indent}<${value.kind}>${escapeXml(value.value)}</${value.kind}>\n`;
+  const inner = `${indent}  `;
+  let body = '';
+  if (value.kind === 'Collection') for (const item of value.items) body += valueText(item, inner);
+  else for (const [property, field] of value.fields) if (field !== undefined) body += holder(inner, 'PropertyValue', attr('Property', property), field);
+  return xmlElement(indent, value.kind, '', body);
 }
 
-/** An element that holds a value: a constant inline as an attribute, anything else as a child. */
-function holder(name: string, attributes: Record<string, string>, value: Expression, annotations: XmlElement[] = []): XmlElement {
-  if (isConstant(value)) return element(name, { ...attributes, [value.kind]: value.value }, annotations);
-  return element(name, attributes, [...annotations, valueElement(value)]);
+/** An element that holds a value: a constant inline as an attribute, anything else as a child (after `annotations`, written two spaces deeper). */
+function holder(indent: string, name: string, attributes: string, value: Expression, annotations = ''): string {
+  if (isConstant(value)) return xmlElement(indent, name, attributes + attr(value.kind, value.value), annotations);
+  return xmlElement(indent, name, attributes, annotations + valueText(value, `${indent}  `));
 }
 
-/** `<Annotation Term="Custom.<term>" …>`, with annotations of the annotation (they come first, as CSDL requires). */
-export function annotation(term: string, value: Expression, annotations: XmlElement[] = []): XmlElement {
-  return holder('Annotation', { Term: `${VOCABULARY}.${term}` }, value, annotations);
+/**
+ * `<Annotation Term="Custom.<term>" …>` at `indent`, with annotations of the annotation (they come
+ * first, as CSDL requires; written two spaces deeper).
+ */
+export function annotation(indent: string, term: string, value: Expression, annotations = ''): string {
+  return holder(indent, 'Annotation', ` Term="${VOCABULARY}.${escapeXml(term)}"`, value, annotations);
 }

@@ -43,13 +43,22 @@ const ENTRIES_PER_CHUNK = 500;
 
 /**
  * The service document as JSON text, a few hundred entries at a time (what the route streams): the
- * text JSON.stringify gives for buildServiceDocument's answer.
+ * text JSON.stringify gives for buildServiceDocument's answer, written straight to text.
  */
 export function* serviceDocumentChunks(contextUrl: string, refs: readonly DatasetRef[]): Generator<string> {
-  const { value } = buildServiceDocument(contextUrl, refs);
-  yield `{"@odata.context":${JSON.stringify(contextUrl)},"value":[`;
-  for (let i = 0; i < value.length; i += ENTRIES_PER_CHUNK) {
-    yield (i > 0 ? ',' : '') + value.slice(i, i + ENTRIES_PER_CHUNK).map((entry) => JSON.stringify(entry)).join(',');
+  const names = entitySetNames(refs);
+  const order = refs.map((_, i) => i).sort((a, b) => byPath(refs[a], refs[b]));
+  let text = `{"@odata.context":${JSON.stringify(contextUrl)},"value":[`;
+  for (let i = 0; i < order.length; i++) {
+    const { workspace, collection, dataset } = refs[order[i]];
+    // Names are NAME_REGEX identifiers, but the JSON is escaped all the same.
+    text +=
+      `${i > 0 ? ',' : ''}{"name":${JSON.stringify(names[order[i]])},"kind":"EntitySet",` +
+      `"url":${JSON.stringify(`${workspace}/${collection}/${dataset}`)},"title":${JSON.stringify(`${workspace} / ${collection} / ${dataset}`)}}`;
+    if ((i + 1) % ENTRIES_PER_CHUNK === 0) {
+      yield text;
+      text = '';
+    }
   }
-  yield ']}';
+  yield `${text}]}`;
 }

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { buildMetadataDocument } from './document.ts';
 import { llmsTxt, tokenUrlFor } from './llms.ts';
 import { isExternalStub, supportsVersions } from './properties.ts';
-import { buildServiceDocument } from './service-document.ts';
+import { buildServiceDocument, serviceDocumentChunks } from './service-document.ts';
 import { dataset, version } from './test-data.ts';
 import { readEdmx } from './test-xml.ts';
 
@@ -23,6 +23,15 @@ describe('buildServiceDocument', () => {
       ],
     });
     expect(buildServiceDocument('x', []).value).toEqual([]);
+  });
+
+  it('streams the text JSON.stringify gives for the document, in pieces', () => {
+    const many = [...refs, ref('a__b', 'c', 'd'), ref('a', 'b__c', 'd'), ...Array.from({ length: 1_200 }, (_, i) => ref(`w${i % 7}`, 'c', `d${1_200 - i}`))];
+    for (const list of [[], refs, many]) {
+      const pieces = [...serviceDocumentChunks('https://lp.example/"$metadata', list)];
+      expect(pieces.join('')).toBe(JSON.stringify(buildServiceDocument('https://lp.example/"$metadata', list)));
+      if (list === many) expect(pieces.length).toBeGreaterThan(2);
+    }
   });
 
   it('names sets as the service-wide $metadata does, collisions included', () => {

@@ -1,5 +1,5 @@
 import { annotation, EDM_NAMESPACE, stringValue, VOCABULARY } from './expressions.ts';
-import { element, type XmlElement } from './xml.ts';
+import { attr, xmlElement } from './xml.ts';
 
 /**
  * The `Custom` vocabulary: every term Lakeport's $metadata uses, declared with its type and where it
@@ -53,17 +53,14 @@ const TERMS: [name: string, type: string, appliesTo: string, description: string
   ['Statistics', `${VOCABULARY}.StatisticsType`, 'Property', 'Statistics of the column in the selected version; Min and Max are written as $filter literals'],
 ];
 
-/** `<Schema Namespace="Custom">` with the complex types and terms. */
-export function vocabularySchema(): XmlElement {
+/** `<Schema Namespace="Custom">` with the complex types and terms, written at `indent`. */
+export function vocabularySchema(indent: string): string {
+  const inner = `${indent}  `;
   const types = Object.entries(COMPLEX_TYPES).map(([name, properties]) =>
-    element(
-      'ComplexType',
-      { Name: name },
-      properties.map(([property, type]) => element('Property', { Name: property, Type: type })),
-    ),
+    xmlElement(inner, 'ComplexType', attr('Name', name), properties.map(([property, type]) => xmlElement(`${inner}  `, 'Property', attr('Name', property) + attr('Type', type))).join('')),
   );
   const terms = TERMS.map(([name, type, appliesTo, description]) =>
-    element('Term', { Name: name, Type: type, AppliesTo: appliesTo }, [annotation('Description', stringValue(description))]),
+    xmlElement(inner, 'Term', attr('Name', name) + attr('Type', type) + attr('AppliesTo', appliesTo), annotation(`${inner}  `, 'Description', stringValue(description))),
   );
-  return element('Schema', { Namespace: VOCABULARY, xmlns: EDM_NAMESPACE }, [...types, ...terms]);
+  return xmlElement(indent, 'Schema', attr('Namespace', VOCABULARY) + attr('xmlns', EDM_NAMESPACE), types.join('') + terms.join(''));
 }

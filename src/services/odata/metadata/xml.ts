@@ -1,25 +1,10 @@
 /**
- * A minimal XML writer. fast-xml-parser's XMLBuilder leaves control characters, tabs and line breaks
- * in attribute values as they are: the first make the document ill-formed, the others are folded to
- * spaces by every parser. Descriptions and commit messages are user text, so everything goes
- * through escapeXml here.
+ * A minimal XML writer: elements go straight to text, two spaces a level, with no element tree (the
+ * service-wide $metadata writes hundreds of thousands). fast-xml-parser's XMLBuilder leaves control
+ * characters, tabs and line breaks in attribute values as they are: the first make the document
+ * ill-formed, the others are folded to spaces by every parser. Descriptions and commit messages are
+ * user text, so everything goes through escapeXml here.
  */
-
-export interface XmlElement {
-  name: string;
-  attributes: Record<string, string | undefined>;
-  children: XmlElement[];
-  text?: string;
-}
-
-/** An element; attributes whose value is undefined are left out. */
-export function element(name: string, attributes: Record<string, string | undefined> = {}, children: XmlElement[] = []): XmlElement {
-  return { name, attributes, children };
-}
-
-export function textElement(name: string, text: string): XmlElement {
-  return { name, attributes: {}, children: [], text };
-}
 
 /** Characters XML 1.0 cannot carry at all, not even as character references (lone surrogates included). */
 const NOT_XML = /[^\t\n\r\u0020-\uD7FF\uE000-\uFFFD\u{10000}-\u{10FFFF}]/gu;
@@ -45,25 +30,17 @@ export function escapeXml(text: string): string {
   return text.replace(NOT_XML, '\uFFFD').replace(/[&<>"'\t\n\r]/g, (c) => ENTITIES[c]);
 }
 
-function attributeText(attributes: XmlElement['attributes']): string {
-  return Object.entries(attributes)
-    .filter((entry): entry is [string, string] => entry[1] !== undefined)
-    .map(([key, value]) => ` ${key}="${escapeXml(value)}"`)
-    .join('');
+/** ` name="value"`, escaped; nothing when the value is undefined. */
+export function attr(name: string, value: string | undefined): string {
+  return value === undefined ? '' : ` ${name}="${escapeXml(value)}"`;
 }
 
-/** The element as indented XML text (two spaces a level). */
-export function serialize(node: XmlElement, indent = ''): string {
-  const open = `${indent}<${node.name}${attributeText(node.attributes)}`;
-  if (node.text !== undefined) return `${open}>${escapeXml(node.text)}</${node.name}>`;
-  if (node.children.length === 0) return `${open}/>`;
-  const inner = node.children.map((child) => serialize(child, `${indent}  `)).join('\n');
-  return `${open}>\n${inner}\n${indent}</${node.name}>`;
-}
-
-/** The start tag of an element whose children are written after it, as serialize writes it. */
-export function startTag(name: string, attributes: XmlElement['attributes'], indent: string): string {
-  return `${indent}<${name}${attributeText(attributes)}>`;
+/**
+ * An element written at `indent` (each line ends with a newline): `attributes` is attr()'s text, `body`
+ * the children's lines (written two spaces deeper); an element without children closes itself.
+ */
+export function xmlElement(indent: string, name: string, attributes = '', body = ''): string {
+  return body === '' ? `${indent}<${name}${attributes}/>\n` : `${indent}<${name}${attributes}>\n${body}${indent}</${name}>\n`;
 }
 
 export const XML_DECLARATION = '<?xml version="1.0" encoding="utf-8"?>';
