@@ -12,6 +12,21 @@ import type { RowPages } from './pages.ts';
 import * as S from './schemas.ts';
 import { entityOf, parseAddress, type DatasetAddress, type ODataService } from './service.ts';
 
+
+/** Sends generated text: a document of one piece as one string (a stream costs more than it saves), a longer one streamed piece by piece. */
+function sendPieces(reply: FastifyReply, pieces: Generator<string>): FastifyReply {
+  const first = pieces.next();
+  if (first.done) return reply.send('');
+  const second = pieces.next();
+  if (second.done) return reply.send(first.value);
+  function* all() {
+    yield first.value;
+    yield second.value;
+    yield* pieces;
+  }
+  return reply.send(Readable.from(all()));
+}
+
 export interface ODataRouteDeps {
   odata: ODataService;
   verifier: TokenVerifier;
@@ -73,7 +88,7 @@ export const odataRoutes =
         checkFormat(query(request), 'json');
         const readable = await odata.readableRefs(principalOf(request));
         // Streamed: at thousands of datasets the document is large (same text as the schema's serializer writes).
-        return reply.type(JSON_TYPE).send(Readable.from(serviceDocumentChunks(`${root()}/$metadata`, readable)));
+        return sendPieces(reply.type(JSON_TYPE), serviceDocumentChunks(`${root()}/$metadata`, readable));
       };
       api.get('/api/v4', { schema: { summary: 'Service document: the entity sets the caller may read', response: { 200: S.ServiceDocument } } }, serviceDocument);
       api.get('/api/v4/', { schema: { hide: true, response: { 200: S.ServiceDocument } } }, serviceDocument);
@@ -82,13 +97,13 @@ export const odataRoutes =
         checkFormat(query(request), 'xml');
         const versions = await odata.currentVersions(principalOf(request));
         // Streamed as it is written: at thousands of datasets the document runs to megabytes.
-        return reply.type(XML_TYPE).send(Readable.from(metadataDocumentChunks(versions)));
+        return sendPieces(reply.type(XML_TYPE), metadataDocumentChunks(versions));
       });
 
       const datasetMetadata = async (request: FastifyRequest, reply: FastifyReply, address: DatasetAddress) => {
         checkFormat(query(request), 'xml');
         const version = await odata.version(principalOf(request), address, { tags: true });
-        return reply.type(XML_TYPE).send(Readable.from(metadataDocumentChunks([version])));
+        return sendPieces(reply.type(XML_TYPE), metadataDocumentChunks([version]));
       };
 
       const datasetRows = async (request: FastifyRequest, reply: FastifyReply, address: DatasetAddress) => {
