@@ -986,7 +986,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** End the interactive session: revokes it, clears the cookies (204) */
+        /** Sign out: ends the interactive session (or revokes the access cookie of a sign-in with a credential secret) and clears the cookies (204) */
         post: {
             parameters: {
                 query?: never;
