@@ -348,12 +348,13 @@ export class AccessTokenVerifier implements TokenVerifier {
   }
 
   forget(token: string) {
-    this.forgetWhere((_principal, cached) => cached === token);
+    this.generation++;
+    this.cache.delete(token);
   }
 
-  private forgetWhere(which: (principal: Principal, token: string) => boolean) {
+  private forgetWhere(which: (principal: Principal) => boolean) {
     this.generation++;
-    for (const [token, entry] of this.cache) if (which(entry.principal, token)) this.cache.delete(token);
+    for (const [token, entry] of this.cache) if (which(entry.principal)) this.cache.delete(token);
   }
 
   async verify(token: string): Promise<Principal> {
