@@ -35,6 +35,9 @@ export interface RevokedSignedRefreshToken extends NewRefreshToken {
   created_at: Date;
 }
 
+/** Which credentials a revocation touches: by credential id or client id (and the key: a refresh token's hash). */
+export type Revoked = (row: { credential_id: string; client_id: string }, key?: string) => boolean;
+
 /** At most this many credentials and refresh tokens each are kept (see AuthRepo). */
 const KEPT_MAX = 10_000;
 
@@ -45,9 +48,6 @@ const KEPT_MAX = 10_000;
  * bite here within that time; so is a self-describing refresh token's credential state and revocation.
  * New (interactive sessions') refresh tokens that arrive together are inserted in one statement.
  */
-/** Which credentials a revocation touches: by credential id or client id (and the key: a refresh token's hash). */
-export type Revoked = (row: { credential_id: string; client_id: string }, key?: string) => boolean;
-
 export class AuthRepo {
   private readonly bySecret: KeptReads<string, CredentialRow | undefined>;
   /** Told of every revocation, before and after it commits (the access-token verifier). */
