@@ -119,20 +119,23 @@ export class ODataService {
   private async readableDatasets(caller: Principal, { standings, scopes }: Scopes): Promise<Readable> {
     const readable: Readable = [];
     for (const dataset of await this.deps.catalog.listDatasetsIn(scopes)) {
-      const [{ role, patterns }] = this.deps.authz.accessFrom(caller, standings.get(dataset.workspace)!, [refOf(dataset)]);
-      if (role !== null && roleAtLeast(role, 'reader')) readable.push({ dataset, role, policies: patterns });
+      const access = this.readAccess(caller, standings, refOf(dataset));
+      if (access) readable.push({ dataset, role: access.role, policies: access.patterns });
     }
     return readable;
+  }
+
+  /** The caller's role on `ref` and the patterns granting it, when it may read it (its standing in the workspace is given). */
+  private readAccess(caller: Principal, standings: Scopes['standings'], ref: DatasetRef) {
+    const [{ role, patterns }] = this.deps.authz.accessFrom(caller, standings.get(ref.workspace)!, [ref]);
+    return role !== null && roleAtLeast(role, 'reader') ? { role, patterns } : undefined;
   }
 
   /** The names of every dataset the caller may read, as readableDatasets lists them (the service document and entity set names need no more). */
   async readableRefs(caller: Principal): Promise<DatasetRef[]> {
     const readable = await this.readableScopes(caller);
     return this.keptRefs.get(readable.key, async () =>
-      (await this.deps.catalog.listDatasetRefsIn(readable.scopes)).filter((ref) => {
-        const [{ role }] = this.deps.authz.accessFrom(caller, readable.standings.get(ref.workspace)!, [ref]);
-        return role !== null && roleAtLeast(role, 'reader');
-      }),
+      (await this.deps.catalog.listDatasetRefsIn(readable.scopes)).filter((ref) => this.readAccess(caller, readable.standings, ref)),
     );
   }
 
