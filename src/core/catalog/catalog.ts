@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import { newId } from '../crypto/random.ts';
-import type { Db, DatasetProperties } from '../db/index.ts';
+import { selectAsJson, type Db, type DatasetProperties } from '../db/index.ts';
 import { appError } from '../errors/index.ts';
 import { KEPT_READ_TTL_MS, KeptReads } from '../kept.ts';
 import { commitSnapshotIn } from './commit.ts';
@@ -229,6 +229,18 @@ export class Catalog {
     return findDataset(this.db.kysely, key);
   }
 
+  /** The current snapshot of each of these datasets that exists and is not dropped (null: none yet), by id. */
+  async currentSnapshotsOf(datasetIds: readonly string[]): Promise<Map<string, number | null>> {
+    if (datasetIds.length === 0) return new Map();
+    const rows = await this.db.kysely
+      .selectFrom('catalog_datasets')
+      .select(['dataset_id', 'current_snapshot_id'])
+      .where('dataset_id', 'in', datasetIds)
+      .where('dropped_at', 'is', null)
+      .execute();
+    return new Map(rows.map((r) => [r.dataset_id, r.current_snapshot_id === null ? null : Number(r.current_snapshot_id)]));
+  }
+
   /**
    * The workspace's datasets ordered by collection and name; 404 for a missing namespace or collection.
    * `kept`: the whole workspace's, as read up to KEPT_READ_TTL_MS ago (this process's own changes are
@@ -253,13 +265,13 @@ export class Catalog {
    * across every workspace a caller may read.
    */
   async listDatasetsIn(scopes: readonly DatasetScope[]): Promise<Dataset[]> {
-    return scopes.length === 0 ? [] : this.datasetsIn(scopes).selectAll().execute();
+    return scopes.length === 0 ? [] : selectAsJson(this.db.kysely, this.datasetsIn(scopes).selectAll(), ['created_at', 'updated_at', 'dropped_at']);
   }
 
   /** As listDatasetsIn, only the names (what a listing of names needs, without the definitions). */
   async listDatasetRefsIn(scopes: readonly DatasetScope[]): Promise<DatasetRef[]> {
     if (scopes.length === 0) return [];
-    const rows = await this.datasetsIn(scopes).select(['workspace', 'collection', 'name']).execute();
+    const rows = await selectAsJson(this.db.kysely, this.datasetsIn(scopes).select(['workspace', 'collection', 'name']));
     return rows.map((r) => ({ workspace: r.workspace, collection: r.collection, dataset: r.name }));
   }
 
@@ -494,7 +506,7 @@ export class Catalog {
   /** The snapshots with these ids (those that exist), in one query. */
   async snapshotsById(snapshotIds: readonly number[]): Promise<Snapshot[]> {
     if (snapshotIds.length === 0) return [];
-    return this.db.kysely.selectFrom('catalog_snapshots').selectAll().where('snapshot_id', 'in', snapshotIds).execute();
+    return selectAsJson(this.db.kysely, this.db.kysely.selectFrom('catalog_snapshots').selectAll().where('snapshot_id', 'in', snapshotIds), ['committed_at', 'expired_at']);
   }
 
   /** One data file of a dataset by its id (any the catalog still names, current or not); undefined when there is none. */
@@ -613,7 +625,7 @@ export class Catalog {
   /** The tags naming each of these snapshots, by name, in one query (a dataset's other tags are not read). */
   async tagsOfSnapshots(snapshotIds: readonly number[]): Promise<Tag[]> {
     if (snapshotIds.length === 0) return [];
-    return this.db.kysely.selectFrom('catalog_tags').selectAll().where('snapshot_id', 'in', snapshotIds).orderBy('name').execute();
+    return selectAsJson(this.db.kysely, this.db.kysely.selectFrom('catalog_tags').selectAll().where('snapshot_id', 'in', snapshotIds).orderBy('name'), ['created_at']);
   }
 
   /** 404 TAG_NOT_FOUND; 423 GUARDED under history_protection. */

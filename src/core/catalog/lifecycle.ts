@@ -1,4 +1,5 @@
 import { sql } from 'kysely';
+import { selectAsJson } from '../db/index.ts';
 import { appError } from '../errors/index.ts';
 import { commitSnapshotIn } from './commit.ts';
 import { guarded } from './guards.ts';
@@ -213,7 +214,7 @@ export async function filesOfSnapshots(q: Executor, snapshotIds: readonly number
     .select(['s.snapshot_id as of_snapshot', 'added.sequence as added_sequence'])
     .where('s.snapshot_id', 'in', snapshotIds)
     .whereRef('added.sequence', '<=', 's.sequence');
-  const rows = await live.unionAll(removedLater).orderBy('of_snapshot').orderBy('added_sequence').orderBy('path').execute();
+  const rows = await selectAsJson(q, live.unionAll(removedLater).orderBy('of_snapshot').orderBy('added_sequence').orderBy('path'));
   for (const { of_snapshot, added_sequence: _, ...file } of rows) {
     const id = Number(of_snapshot);
     const files = out.get(id) ?? [];

@@ -6,6 +6,7 @@ import { openPostgres } from './postgres.ts';
 export type { Db, ScriptTransaction } from './db.ts';
 export type * from './schema.ts';
 export { migrate, loadMigrations } from './migrate.ts';
+export { selectAsJson } from './json-rows.ts';
 
 /** PostgreSQL when a URL is given, else embedded PGlite under the data directory (`memory` for tests). */
 export async function openDatabase(options: { databaseUrl?: string; dataDir?: string | 'memory'; template?: Blob }): Promise<Db> {

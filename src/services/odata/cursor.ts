@@ -30,14 +30,13 @@ function rangeEnd(row: number, rows: number, fileRows: number): number {
 }
 
 /**
- * Where a cursor's first range ends: at the first row group boundary after `row` when the rows up to
- * it hold a page (`need` rows), so the first page reads one row group wherever it starts (files
- * Lakeport writes have ROW_GROUP_ROWS-row groups; DuckDB's default, 122 880 rows, is four of them);
- * else as rangeEnd.
+ * Where a cursor's first range ends: just past the first page (`need` rows, at least a vector of
+ * rows), so the first page costs the same wherever it starts: the Parquet scan skips the row groups
+ * before it and, within its row group, the rows before it, at little cost. The larger ranges after
+ * it are written ahead while the first page is sent.
  */
-function firstRangeEnd(row: number, rows: number, fileRows: number, need: number): number {
-  const boundary = Math.min(fileRows, Math.ceil((row + 1) / ROW_GROUP_ROWS) * ROW_GROUP_ROWS);
-  return boundary - row >= need ? Math.min(boundary, row + Math.max(rows, need)) : rangeEnd(row, rows, fileRows);
+function firstRangeEnd(row: number, fileRows: number, need: number): number {
+  return Math.min(fileRows, row + Math.max(need, MIN_RANGE_ROWS));
 }
 
 /** The matching rows of one range of source rows, read from DuckDB's JSON while it is written. */
@@ -214,7 +213,7 @@ export class RangeCursor {
     await Promise.allSettled([this.writing]);
     const { file, row } = this;
     const fileRows = this.session.dataset.files[file].rows;
-    const to = this.first ? firstRangeEnd(row, this.rangeRows, fileRows, this.top + 1) : rangeEnd(row, this.rangeRows, fileRows);
+    const to = this.first ? firstRangeEnd(row, fileRows, this.top + 1) : rangeEnd(row, this.rangeRows, fileRows);
     this.first = false;
     const { all, shown } = this.query;
     const relation = await this.session.fileRelation(file, row, to);

@@ -440,6 +440,33 @@ describe('OData service', () => {
       expect(await sets()).not.toContain('acme__sales__fresh');
     });
 
+    it('describes each dataset at its current snapshot and tags, reading only snapshots it has not kept', async () => {
+      const ref = { workspace: 'acme', collection: 'sales', dataset: 'moving' };
+      const columns = [{ name: 'x', type: 'BIGINT', nullable: false }];
+      const described = async () => {
+        const xml = (await get(rita, '/odata/api/v4/$metadata')).body;
+        const at = xml.indexOf('Target="Lakeport.Container/acme__sales__moving"');
+        return xml.slice(at, xml.indexOf('</Annotations>', at));
+      };
+      const first = await seedSnapshot(t, ref, columns, 'SELECT range AS x FROM range(5)');
+      expect(await described()).toContain(`<PropertyValue Property="Id" Int="${first}"/>`);
+      const second = await seedSnapshot(t, ref, columns, 'SELECT range AS x FROM range(12)', { overwrite: true });
+      const now = await described();
+      expect(now).toContain(`<PropertyValue Property="Id" Int="${second}"/>`);
+      expect(now).toContain('<PropertyValue Property="TotalRecords" Int="12"/>');
+      await t.app.lakeport.catalog.createTag(ref, 'moved', second, 'alice');
+      expect(await described()).toContain('<PropertyValue Property="Name" String="moved"/>');
+      // Past the time the listings are kept: the snapshots and their files are not read again, the tags are.
+      await new Promise((resolve) => setTimeout(resolve, KEPT_READ_TTL_MS + 50));
+      const snapshots = vi.spyOn(t.app.lakeport.catalog, 'snapshotsById');
+      const files = vi.spyOn(t.app.lakeport.catalog, 'filesOfSnapshots');
+      const tags = vi.spyOn(t.app.lakeport.catalog, 'tagsOfSnapshots');
+      expect(await described()).toContain('<PropertyValue Property="Name" String="moved"/>');
+      expect(snapshots.mock.calls.flatMap(([ids]) => ids)).not.toContain(second);
+      expect(files.mock.calls.flatMap(([ids]) => ids)).not.toContain(second);
+      expect(tags.mock.calls.flatMap(([ids]) => ids)).toContain(second);
+    });
+
     it('answers 504 when the datasets cannot be enumerated', async () => {
       // Past the time the listing read by earlier requests is kept (core/kept.ts), so this one reads.
       await new Promise((resolve) => setTimeout(resolve, KEPT_READ_TTL_MS + 50));

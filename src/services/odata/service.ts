@@ -72,9 +72,12 @@ const PIN_RENEW_MS = 5 * 60_000;
  * metadata describes. Authorization is decided here, through core/authz, for every dataset.
  */
 export class ODataService {
-  /** Snapshots and their file lists never change; paging needs them for every page, so they are kept. */
-  private readonly snapshotFiles = new LRUCache<number, { files: DataFile[]; current: number | null }>({ max: 1_000 });
-  private readonly snapshots = new LRUCache<number, Snapshot>({ max: 1_000 });
+  /**
+   * Snapshots and their file lists never change; paging needs them for every page and the
+   * service-wide $metadata every current one, so they are kept (up to about 30 000 file rows).
+   */
+  private readonly snapshotFiles = new LRUCache<number, { files: DataFile[]; current: number | null }>({ maxSize: 30_000, sizeCalculation: (kept) => kept.files.length + 1 });
+  private readonly snapshots = new LRUCache<number, Snapshot>({ max: 30_000 });
 
   /** When this process last leased each snapshot (see pin). */
   private readonly pinned = new LRUCache<number, number>({ max: 10_000 });
@@ -184,12 +187,34 @@ export class ODataService {
     }
   }
 
-  /** The current version of every dataset the caller may read: snapshots, files and tags of all of them at once. */
+  /**
+   * The current version of every dataset the caller may read: the snapshots and files not kept from
+   * earlier reads, and the tags (which move), of all of them at once.
+   */
   private async readCurrentVersions(caller: Principal, scopes: Scopes): Promise<DatasetVersion[]> {
     const readable = await this.readableDatasets(caller, scopes);
     const ids = readable.map(({ dataset }) => dataset.current_snapshot_id).filter((id): id is number => id !== null);
-    const [snapshots, files, tags] = await Promise.all([this.deps.catalog.snapshotsById(ids), this.deps.catalog.filesOfSnapshots(ids), this.deps.catalog.tagsOfSnapshots(ids)]);
-    const snapshotById = new Map(snapshots.map((s) => [Number(s.snapshot_id), s]));
+    const snapshotById = new Map<number, Snapshot>();
+    const files = new Map<number, DataFile[]>();
+    const missing: number[] = [];
+    for (const id of ids) {
+      const snapshot = this.snapshots.get(id);
+      const kept = this.snapshotFiles.get(id);
+      if (snapshot && kept?.current === id) {
+        snapshotById.set(id, snapshot);
+        files.set(id, kept.files);
+      } else missing.push(id);
+    }
+    const [snapshots, read, tags] = await Promise.all([this.deps.catalog.snapshotsById(missing), this.deps.catalog.filesOfSnapshots(missing), this.deps.catalog.tagsOfSnapshots(ids)]);
+    for (const snapshot of snapshots) {
+      const id = Number(snapshot.snapshot_id);
+      const own = read.get(id) ?? [];
+      snapshotById.set(id, snapshot);
+      files.set(id, own);
+      this.snapshots.set(id, snapshot);
+      // As filesOf keeps them: without files a compaction stands in for, these are the files to read.
+      if (!own.some((f) => f.replaced_by !== null)) this.snapshotFiles.set(id, { files: own, current: id });
+    }
     const tagsOf = new Map<number, Tag[]>();
     for (const tag of tags) {
       const id = Number(tag.snapshot_id);
