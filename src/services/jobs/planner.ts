@@ -26,6 +26,8 @@ export interface PreparedQuery {
   sources: string[];
   /** The datasets the statement reads (each once), as resolved for the caller. */
   datasets: { dataset_id: string; label: string }[];
+  /** The snapshot each dataset read at its current version was read at (null: none yet), by dataset id. */
+  current: Record<string, number | null>;
 }
 
 /** How deep views may nest (a view over a view over …). */
@@ -52,6 +54,8 @@ interface ResolveContext {
   lease?: { holder: string; ttlMs: number };
   /** Every dataset resolved (through views too): id → label; a materialized view's sources. */
   datasets: Map<string, string>;
+  /** The snapshot of each dataset read at its current version: id → snapshot. */
+  current: Map<string, number | null>;
   /** The views being resolved, outermost first (for messages, cycles and depth). */
   stack: string[];
   /** When planning a CREATE VIEW: the view's own name, which its definition must not reach. */
@@ -277,7 +281,8 @@ export class QueryPlanner {
     }
     const views = new Map<string, SandboxView>();
     const datasets = new Map<string, string>();
-    const refused = await this.resolveTables({ principal, views, withFiles: options.withFiles, lease: options.lease, datasets, stack: [], self: options.view?.self }, analysis.tables, tokens, edits);
+    const current = new Map<string, number | null>();
+    const refused = await this.resolveTables({ principal, views, withFiles: options.withFiles, lease: options.lease, datasets, current, stack: [], self: options.view?.self }, analysis.tables, tokens, edits);
     if (refused) return fail(refused.code, refused.message, refused.position);
     // Edits never overlap: a READ_* call's arguments are literals, so no dataset is named inside one.
     const render = (files: string[][]) => applyEdits(sql, edits, (p) => renderRead(external[p], files[p] ?? []));
@@ -285,7 +290,7 @@ export class QueryPlanner {
     const unmoved = edits.length > 0 ? Math.min(...edits.map((e) => e.start)) : Number.POSITIVE_INFINITY;
     const toOriginal = (offset: number) => (offset < unmoved ? analysis.rewritten.toOriginal(offset) : undefined);
     const sources = [...new Set(analysis.tables.filter((t) => t.parts.length === 3).map((t) => t.parts.join('.').toLowerCase()))];
-    return { ok: true, query: { sql: render([]), params, views: [...views.values()], external, render, toOriginal, sources, datasets: [...datasets].map(([dataset_id, label]) => ({ dataset_id, label })).reverse() } };
+    return { ok: true, query: { sql: render([]), params, views: [...views.values()], external, render, toOriginal, sources, datasets: [...datasets].map(([dataset_id, label]) => ({ dataset_id, label })).reverse(), current: Object.fromEntries(current) } };
   }
 
   /**
@@ -354,6 +359,7 @@ export class QueryPlanner {
         edits.push({ ...span, text: viewName.map(quote).join('.') });
       }
       const key = viewName.join('\u0000');
+      if (dataset.kind !== 'view' && !ref.version) ctx.current.set(dataset.dataset_id, snapshotId);
       if (dataset.kind !== 'view' && !ctx.views.has(key)) {
         try {
           ctx.views.set(key, await this.view(viewName, dataset, snapshotId, ctx));
@@ -364,6 +370,7 @@ export class QueryPlanner {
           const retried = again && (await this.view(viewName, again, again.current_snapshot_id, ctx).catch(() => undefined));
           if (!retried) return refuse('SNAPSHOT_EXPIRED', `${inView ? `${inView}: ` : ''}${label}: ${error.message}`);
           ctx.views.set(key, retried);
+          ctx.current.set(dataset.dataset_id, again.current_snapshot_id);
         }
       }
     }

@@ -57,6 +57,8 @@ export interface MaterializedViewsTable {
   last_refresh_job: string | null;
   last_refresh_status: string | null;
   last_refresh_error: string | null;
+  /** The source snapshots the last refresh attempt read, by dataset id (migration 0031); null until one did. */
+  refreshed_from: ColumnType<Record<string, number | null> | null, string | null | undefined, string | null>;
   created_at: DefaultTimestamp;
   updated_at: DefaultTimestamp;
 }

@@ -261,6 +261,73 @@ describe('CREATE MATERIALIZED VIEW and REFRESH', () => {
   });
 });
 
+describe('ON COMMIT catch-up (the scheduler refreshes a view a source commit left behind)', () => {
+  const refreshesOf = async (name: string) => {
+    const ds = await t.app.lakeport.catalog.getDataset({ workspace: 'sales', collection: 'agg', dataset: name });
+    return t.db.kysely.selectFrom('jobs').select(['status', 'execution_id']).where('refresh_of', '=', ds.dataset_id).orderBy('created_at').execute();
+  };
+  const settled = async (name: string) => until(async () => ((await refreshesOf(name)).every((j) => j.status !== 'queued' && j.status !== 'running') ? true : undefined), `${name}'s refreshes to end`);
+  const source = (name: string) => ({ workspace: 'sales', collection: 'raw', dataset: name });
+  /** sales.raw.<name> holding `firstRow`, and sales.agg.<name> REFRESH ON COMMIT AS `select` over it, once its first refresh succeeded. */
+  async function onCommitView(name: string, firstRow: string, select: string) {
+    await seedSnapshot(t, source(name), COLUMNS, firstRow);
+    const created = await ok(wendy, `CREATE MATERIALIZED VIEW sales.agg.${name} REFRESH ON COMMIT AS ${select}`);
+    expect((await status(wendy, refreshJob(created.message))).status).toBe('succeeded');
+  }
+
+  it('a commit whose refresh was never queued (the process stopped in between) is refreshed by the next tick', async () => {
+    await onCommitView('ledger', "SELECT 'north' AS region, 1 AS amount", 'SELECT region, sum(amount) AS total FROM sales.raw.ledger GROUP BY region');
+    // Committed straight to the catalog: no ON COMMIT refresh is queued for it, as after a crash.
+    await seedSnapshot(t, source('ledger'), COLUMNS, "SELECT 'south' AS region, 9 AS amount");
+    const snaps = await until(async () => {
+      const s = await snapshots('ledger');
+      return s.length >= 2 ? s : undefined;
+    }, 'the catch-up refresh');
+    expect(snaps[1]).toMatchObject({ message: 'refresh (on commit)', author: 'wendy' });
+    expect(await rows(rita, 'sales/agg/ledger')).toEqual([['north', 1], ['south', 9]]);
+    // Caught up: no further refresh.
+    await settled('ledger');
+    await new Promise((r) => setTimeout(r, 500));
+    expect((await refreshesOf('ledger')).length).toBe(2);
+  });
+
+  it('a commit that lands while a refresh reads the snapshot before it gets a refresh of its own', async () => {
+    // Set before the view exists, so its first refresh cannot commit before the hook is in place.
+    let landed = false;
+    crashBeforeCommit = async (job) => {
+      // The refresh has read the first snapshot; a commit lands before it commits (its ON COMMIT request finds it running).
+      if (landed || job.sql_text !== 'REFRESH MATERIALIZED VIEW sales.agg.stock') return;
+      landed = true;
+      await seedSnapshot(t, source('stock'), COLUMNS, "SELECT 'east' AS region, 4 AS amount");
+    };
+    try {
+      await onCommitView('stock', "SELECT 'north' AS region, 1 AS amount", 'SELECT region, sum(amount) AS total FROM sales.raw.stock GROUP BY region');
+    } finally {
+      crashBeforeCommit = undefined;
+    }
+    expect(landed).toBe(true);
+    await until(async () => ((await rows(rita, 'sales/agg/stock')).length === 2 ? true : undefined), 'a refresh that reads the commit');
+    expect(await rows(rita, 'sales/agg/stock')).toEqual([['east', 4], ['north', 1]]);
+  });
+
+  it('a refresh that fails is not queued again until a source moves on', async () => {
+    await onCommitView('codes', "SELECT '1' AS region, 1 AS amount", 'SELECT CAST(region AS INTEGER) AS code, sum(amount) AS total FROM sales.raw.codes GROUP BY 1');
+    // A value the definition cannot cast: every refresh from now on fails.
+    await seedSnapshot(t, source('codes'), COLUMNS, "SELECT 'x' AS region, 2 AS amount");
+    await until(async () => ((await refreshesOf('codes')).length === 2 ? true : undefined), 'the catch-up refresh');
+    await settled('codes');
+    await new Promise((r) => setTimeout(r, 1_000)); // ten ticks
+    const jobs = await refreshesOf('codes');
+    expect(jobs.map((j) => j.status)).toEqual(['succeeded', 'failed']);
+    await seedSnapshot(t, source('codes'), COLUMNS, "SELECT '3' AS region, 3 AS amount");
+    await until(async () => ((await refreshesOf('codes')).length === 3 ? true : undefined), 'one refresh for the next commit');
+    await settled('codes');
+    await new Promise((r) => setTimeout(r, 1_000));
+    expect((await refreshesOf('codes')).map((j) => j.status)).toEqual(['succeeded', 'failed', 'failed']);
+    expect(await snapshots('codes')).toHaveLength(1);
+  });
+});
+
 describe('errors, positions and permissions', () => {
   it('statement errors point into the statement, the select included', async () => {
     const sql = 'CREATE MATERIALIZED VIEW sales.agg.bad AS SELECT region, nope FROM sales.raw.lines';

@@ -10,7 +10,7 @@ import type { JobFailure, JobFailureCode } from '../errors.ts';
 import type { QueryPlanner } from '../planner.ts';
 import type { FinishedColumns, JobRepo, JobRow } from '../repo.ts';
 import type { JobOutcome, JobRunner } from '../worker.ts';
-import type { MaterializedViewRepo, RefreshTrigger } from './repo.ts';
+import type { MaterializedViewRepo, RefreshedFrom, RefreshTrigger } from './repo.ts';
 
 export interface RefreshDeps {
   views: MaterializedViewRepo;
@@ -77,15 +77,21 @@ export class MaterializedViewRefresher {
     const [view, dataset] = await Promise.all([this.deps.views.get(datasetId), this.deps.catalog.findDataset(datasetId)]);
     if (!view || !dataset) return { status: 'failed', error: { code: 'MATERIALIZED_VIEW_NOT_FOUND', message: 'The materialized view was dropped before its refresh ran' } };
     const label = `${dataset.workspace}.${dataset.collection}.${dataset.name}`;
+    // The source snapshots this attempt read (before it planned: the sources' current ones), recorded
+    // however it ends, so the scheduler queues the view again only once a source moves on (MaterializedViews.behind).
+    let from: RefreshedFrom | undefined;
+    const sources = async () => from ?? (from = Object.fromEntries(await this.deps.catalog.currentSnapshotsOf(view.source_ids)));
     const fail = async (code: JobFailureCode, message: string): Promise<JobOutcome> => {
       const error: JobFailure = { code, message: scrubServerPaths(message) };
-      await this.deps.views.recordRefresh(datasetId, job.execution_id, { status: 'failed', error: `${code}: ${error.message}` });
+      await this.deps.views.recordRefresh(datasetId, job.execution_id, { status: 'failed', error: `${code}: ${error.message}`, from: await sources() });
       return { status: 'failed', error };
     };
-    const stopped = (reason: InterruptReason): JobOutcome =>
-      reason === 'cancelled'
+    const stopped = async (reason: InterruptReason): Promise<JobOutcome> => {
+      await this.deps.views.recordSources(datasetId, await sources());
+      return reason === 'cancelled'
         ? { status: 'cancelled', error: { code: 'CANCELLED', message: 'The refresh was cancelled; the view keeps its last snapshot' } }
         : { status: 'failed', error: { code: 'JOB_TIMEOUT', message: `The refresh ran longer than its ${Math.round(job.timeout_ms / 1000)} s limit; the view keeps its last snapshot` } };
+    };
 
     const parent = dataset.current_snapshot_id;
     // The sources' snapshots are leased for the refresh, so EXPIRE SNAPSHOTS cannot take them meanwhile (docs/lifecycle.md).
@@ -93,7 +99,8 @@ export class MaterializedViewRefresher {
     // Not awaited: nothing waits for it (a lease left behind only keeps snapshots until it expires).
     const releaseLease = () => void this.deps.planner.releaseLeases(lease.holder).catch((error: unknown) => this.log.warn({ err: error, execution_id: job.execution_id }, 'could not release the leases of a refresh; they expire by themselves'));
     const prepared = await this.deps.planner.prepare({ identity: view.owner, permissions: view.owner_permissions }, view.definition, {}, { withFiles: true, lease });
-    if (!prepared.ok) {
+    if (prepared.ok) from = prepared.query.current;
+    else {
       releaseLease();
       return fail(prepared.error.code, `Refresh of ${label} failed (it runs with the grants of its owner ${view.owner}; the view keeps its last snapshot): ${prepared.error.message}`);
     }
@@ -102,7 +109,7 @@ export class MaterializedViewRefresher {
     let resultKey: string | undefined;
     try {
       const early = stopReason();
-      if (early) return stopped(early);
+      if (early) return await stopped(early);
       // The snapshot's id is taken while the query runs, so the status line naming it is written beside the data.
       const reservedId = this.deps.catalog.reserveSnapshotId();
       reservedId.catch(() => undefined); // awaited below
@@ -110,7 +117,7 @@ export class MaterializedViewRefresher {
       started(run);
       const result = await run.done;
       const late = stopReason();
-      if (late) return stopped(late);
+      if (late) return await stopped(late);
       let columns = dataset.columns;
       const changed = columnChange(dataset, result.columns);
       if (changed && parent !== null) return fail('REFRESH_FAILED', `Refresh of ${label} failed: ${changed}; re-create it with CREATE OR REPLACE MATERIALIZED VIEW (the view keeps its last snapshot)`);
@@ -153,7 +160,7 @@ export class MaterializedViewRefresher {
           },
           // The view's record and the job's end are written with the snapshot: all three or none.
           within: async (trx) => {
-            await this.deps.views.recordRefresh(datasetId, job.execution_id, { status: 'succeeded' }, trx);
+            await this.deps.views.recordRefresh(datasetId, job.execution_id, { status: 'succeeded', from: prepared.query.current }, trx);
             recorded = await this.deps.finish(job.execution_id, job.worker_id!, outcome, trx);
           },
         },
@@ -163,8 +170,8 @@ export class MaterializedViewRefresher {
       void this.deps.committed(datasetId).catch((error: unknown) => this.log.error({ err: error, dataset_id: datasetId }, 'could not queue the refreshes of views over a refreshed view'));
       return { ...outcome, recorded };
     } catch (error) {
-      if (error instanceof NotOurs) return stopped(stopReason() ?? 'cancelled');
-      if (error instanceof SandboxInterruptedError) return stopped(stopReason() ?? (error.reason === 'too_large' ? 'timeout' : error.reason));
+      if (error instanceof NotOurs) return await stopped(stopReason() ?? 'cancelled');
+      if (error instanceof SandboxInterruptedError) return await stopped(stopReason() ?? (error.reason === 'too_large' ? 'timeout' : error.reason));
       if (error instanceof SandboxQueryError) return fail('QUERY_ERROR', `Refresh of ${label} failed; the view keeps its last snapshot: ${error.message}`);
       // As for queries: the engine died under it once, it runs again; twice, it is not run again.
       if (error instanceof QueryEngineCrashedError) return job.attempts > 1 ? fail('ENGINE_CRASHED', `Refresh of ${label} stopped the query engine twice; the view keeps its last snapshot`) : { status: 'requeue', reason: error.message };

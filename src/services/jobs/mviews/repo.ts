@@ -5,6 +5,9 @@ import type { JobRepo, JobRow, NewJob } from '../repo.ts';
 
 export type MaterializedViewRow = Selectable<MaterializedViewsTable>;
 
+/** The source snapshots a refresh read, by dataset id (null: the source had none). */
+export type RefreshedFrom = Record<string, number | null>;
+
 /** What causes a refresh; it names the snapshot a refresh commits ("refresh (schedule)"). */
 export type RefreshTrigger = 'create' | 'manual' | 'schedule' | 'on commit';
 
@@ -111,12 +114,39 @@ export class MaterializedViewRepo {
     return running.map((r) => r.execution_id);
   }
 
-  /** Records how a refresh ended (a failed one leaves the view's snapshot as it was). */
-  async recordRefresh(datasetId: string, executionId: string, outcome: { status: 'succeeded' | 'failed'; error?: string }, executor: Executor = this.db.kysely): Promise<void> {
+  /**
+   * Records how a refresh ended (a failed one leaves the view's snapshot as it was) and the source
+   * snapshots it read (`from`, see MaterializedViews.behind).
+   */
+  async recordRefresh(
+    datasetId: string,
+    executionId: string,
+    outcome: { status: 'succeeded' | 'failed'; error?: string; from: RefreshedFrom },
+    executor: Executor = this.db.kysely,
+  ): Promise<void> {
     await executor
       .updateTable('materialized_views')
-      .set({ last_refresh_at: sql<Date>`now()`, last_refresh_job: executionId, last_refresh_status: outcome.status, last_refresh_error: outcome.error ?? null })
+      .set({ last_refresh_at: sql<Date>`now()`, last_refresh_job: executionId, last_refresh_status: outcome.status, last_refresh_error: outcome.error ?? null, refreshed_from: JSON.stringify(outcome.from) })
       .where('dataset_id', '=', datasetId)
+      .execute();
+  }
+
+  /** Records the source snapshots a refresh that was stopped (cancelled, timed out) had read, so it is not queued again for them. */
+  async recordSources(datasetId: string, from: RefreshedFrom): Promise<void> {
+    await this.db.kysely.updateTable('materialized_views').set({ refreshed_from: JSON.stringify(from) }).where('dataset_id', '=', datasetId).execute();
+  }
+
+  /**
+   * The REFRESH ON COMMIT views whose last refresh attempt recorded the source snapshots it read, with
+   * no refresh queued or running (MaterializedViews.tick compares them with the sources' current ones).
+   */
+  idleOnCommit(): Promise<MaterializedViewRow[]> {
+    return this.db.kysely
+      .selectFrom('materialized_views as m')
+      .selectAll('m')
+      .where('m.refresh_mode', '=', 'on_commit')
+      .where('m.refreshed_from', 'is not', null)
+      .where(({ exists, not, selectFrom }) => not(exists(selectFrom('jobs as j').select(sql`1`.as('one')).whereRef('j.refresh_of', '=', 'm.dataset_id').where('j.status', 'in', ['queued', 'running']))))
       .execute();
   }
 }

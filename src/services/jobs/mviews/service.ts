@@ -3,7 +3,7 @@ import { newId } from '../../../core/crypto/index.ts';
 import type { PermissionPair } from '../../../core/db/index.ts';
 import { silentLogger, type Logger } from '../../../core/logger.ts';
 import type { JobRow } from '../repo.ts';
-import type { MaterializedViewRepo, RefreshTrigger } from './repo.ts';
+import type { MaterializedViewRepo, MaterializedViewRow, RefreshTrigger } from './repo.ts';
 
 export interface MaterializedViewsDeps {
   views: MaterializedViewRepo;
@@ -59,31 +59,46 @@ export class MaterializedViews {
     return queued;
   }
 
-  /** Queues the refresh of every REFRESH EVERY view that is due; returns how many were queued. */
+  /**
+   * Queues the refresh of every REFRESH EVERY view that is due, and of every REFRESH ON COMMIT view
+   * a source commit left behind without one (behind); returns how many were queued.
+   */
   async tick(): Promise<number> {
     if (this.ticking) return 0;
     this.ticking = true;
     try {
       let queued = 0;
-      for (const view of await this.deps.views.claimDue()) {
-        const dataset = await this.deps.catalog.findDataset(view.dataset_id);
-        if (!dataset) continue;
-        const { created } = await this.enqueue(view.dataset_id, `${dataset.workspace}.${dataset.collection}.${dataset.name}`, 'schedule', { identity: view.owner, permissions: view.owner_permissions });
-        if (created) queued++;
-      }
+      for (const view of await this.deps.views.claimDue()) if (await this.enqueueFor(view, 'schedule')) queued++;
+      for (const view of await this.behind()) if (await this.enqueueFor(view, 'on commit')) queued++;
       return queued;
     } finally {
       this.ticking = false;
     }
   }
 
+  /**
+   * The REFRESH ON COMMIT views with a source whose current snapshot is not the one their last
+   * refresh attempt read, and no refresh queued or running: a commit whose refresh was never queued
+   * (the process stopped in between) or that landed while a refresh read the snapshot before it.
+   */
+  private async behind(): Promise<MaterializedViewRow[]> {
+    const idle = await this.deps.views.idleOnCommit();
+    if (idle.length === 0) return [];
+    const current = await this.deps.catalog.currentSnapshotsOf([...new Set(idle.flatMap((v) => Object.keys(v.refreshed_from ?? {})))]);
+    return idle.filter((v) => Object.entries(v.refreshed_from ?? {}).some(([id, read]) => current.has(id) && current.get(id) !== read));
+  }
+
+  /** Queues a refresh of the view as its owner; whether a new one was queued. */
+  private async enqueueFor(view: MaterializedViewRow, trigger: RefreshTrigger): Promise<boolean> {
+    const dataset = await this.deps.catalog.findDataset(view.dataset_id);
+    if (!dataset) return false;
+    const { created } = await this.enqueue(view.dataset_id, `${dataset.workspace}.${dataset.collection}.${dataset.name}`, trigger, { identity: view.owner, permissions: view.owner_permissions });
+    return created;
+  }
+
   /** A snapshot was committed to `datasetId`: queue the refresh of the REFRESH ON COMMIT views that read it. */
   async committed(datasetId: string): Promise<void> {
-    for (const view of await this.deps.views.dependents(datasetId)) {
-      const dataset = await this.deps.catalog.findDataset(view.dataset_id);
-      if (!dataset) continue;
-      await this.enqueue(view.dataset_id, `${dataset.workspace}.${dataset.collection}.${dataset.name}`, 'on commit', { identity: view.owner, permissions: view.owner_permissions });
-    }
+    for (const view of await this.deps.views.dependents(datasetId)) await this.enqueueFor(view, 'on commit');
   }
 
   /** As committed(), for a caller that must not wait or fail (an upload's commit): failures go to the log. */
