@@ -133,6 +133,10 @@ export async function createAuthService(options: AuthServiceOptions) {
     },
     /** Writes the last-used times not yet written. */
     close: () => lastUsed.close(),
+    /** Deletes refresh-token rows past their expiry (interactive sessions add one at every refresh). */
+    upkeep: async () => {
+      await repo.purgeExpiredRefreshTokens().catch((error: unknown) => options.log?.warn({ err: error }, 'could not purge expired refresh tokens; the next upkeep tries again'));
+    },
     apis: [
       {
         prefix: AUTH_PREFIX,

@@ -40,6 +40,8 @@ export type Revoked = (row: { credential_id: string; client_id: string }, key?: 
 
 /** At most this many credentials and refresh tokens each are kept (see AuthRepo). */
 const KEPT_MAX = 10_000;
+/** Expired refresh tokens are deleted this many at a time (each upkeep, every minute). */
+const PURGE_BATCH = 10_000;
 
 /**
  * The auth service's SQL. What the token endpoint reads on every exchange — a credential by its
@@ -66,14 +68,24 @@ export class AuthRepo {
     this.signedTokenStates = new KeptReads({ ttlMs: cacheMs, max: KEPT_MAX });
     // Visible to every server once committed; a PostgreSQL crash within a fraction of a second may
     // lose them, which fails closed: the client authenticates with its secret again (docs/auth.md).
-    this.refreshTokenInserts = new WriteCoalescer((rows) =>
-      this.db.relaxedCommit(async (q) => {
+    this.refreshTokenInserts = new WriteCoalescer(async (rows) => {
+      await this.db.relaxedCommit(async (q) => {
         await q
           .insertInto('refresh_tokens')
           .values(rows.map((row) => ({ ...row, scopes: JSON.stringify(row.scopes) })))
           .execute();
-      }),
-    );
+      });
+    });
+  }
+
+  /**
+   * Deletes up to `limit` refresh-token rows past their expiry (an expired token is refused by its
+   * expiry alone, so its row, revoked or not, tells nothing any more); how many it deleted.
+   */
+  async purgeExpiredRefreshTokens(limit = PURGE_BATCH): Promise<number> {
+    const expired = this.db.kysely.selectFrom('refresh_tokens').select('token_hash').where('expires_at', '<', new Date()).limit(limit);
+    const deleted = await this.db.kysely.deleteFrom('refresh_tokens').where('token_hash', 'in', expired).executeTakeFirst();
+    return Number(deleted.numDeletedRows);
   }
 
   /** `listener` is told of every revocation made here, before and after it commits. */
