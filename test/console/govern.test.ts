@@ -2,11 +2,12 @@
  * In Chromium: govern. Alice (owner of `sales`, billing admin of Acme) grants bob a role, changes it,
  * downloads the effective permissions and revokes it by keyboard; an error shows its code. On the
  * account pages she invites a member, attaches a payment method and restores a workspace another
- * billing admin deleted, after the notifications bell told her. Each change is checked through the API.
+ * billing admin deleted, after the notifications bell told her; she adds a service account, creates
+ * its credential (the secret shown once signs in) and revokes it. Each change is checked through the API.
  */
 import fs from 'node:fs';
 import { beforeAll, expect, it } from 'vitest';
-import { consoleSuite, describeInBrowser, expectAccessible, signIn, type Credential } from './harness.ts';
+import { consoleSuite, describeInBrowser, expectAccessible, expectFitsTablet, signIn, type Credential } from './harness.ts';
 
 describeInBrowser('console: govern', () => {
   const suite = consoleSuite('govern');
@@ -163,5 +164,52 @@ describeInBrowser('console: govern', () => {
     expect(members.find((m) => m.identity === 'dave')?.state).toBe('active');
     await page.getByRole('link', { name: 'Open the account' }).click();
     await page.getByRole('region', { name: 'Members' }).locator('tbody tr', { hasText: 'dave' }).waitFor();
+  });
+
+  it('a service account: added, a credential created (its secret shown once signs in), then revoked', { timeout: 90_000 }, async () => {
+    const { page } = suite;
+    const { call, expectStatus } = suite.api;
+    await signIn(page, suite.server.url, alice, '/account/service-accounts');
+    await page.getByLabel('Add a service account (its client id)').fill('svc-loader');
+    await page.getByRole('button', { name: 'Add', exact: true }).click();
+    await page.getByRole('region', { name: 'Service accounts' }).locator('tbody tr', { hasText: 'svc-loader' }).waitFor();
+
+    await page.getByRole('button', { name: 'Credentials of svc-loader' }).click();
+    const credentials = page.getByRole('region', { name: 'Credentials of svc-loader' });
+    await credentials.getByText('No credentials: create one below.').waitFor();
+    await page.getByLabel('Credential type').fill('ci');
+    await page.getByRole('combobox', { name: 'Expires' }).selectOption('30');
+    await page.getByRole('button', { name: 'Create a credential' }).click();
+    const secretField = page.getByLabel('Secret', { exact: true });
+    await secretField.waitFor();
+    const secret = await secretField.inputValue();
+    expect(secret).toMatch(/^lpsk_/);
+    await expectAccessible(page, 'account: a service account credential created');
+
+    // The secret signs the service account in, on Acme.
+    const token = await suite.token({ clientId: 'svc-loader', secret });
+    expect(expectStatus(await call('GET', '/auth/me', { token }), 200)).toMatchObject({ identity: 'svc-loader', billing_account: accountId });
+    const listed = expectStatus(await call('GET', `/control/v1/accounts/${accountId}/service-accounts/svc-loader/credentials`, { token: aliceToken }), 200) as { credential_id: string; type: string; expires_at: string | null }[];
+    expect(listed).toHaveLength(1);
+    expect(listed[0].type).toBe('ci');
+    expect(Date.parse(listed[0].expires_at!) - Date.now()).toBeGreaterThan(29 * 86_400_000);
+
+    // Done forgets the secret; the list shows the credential without it.
+    await page.getByRole('button', { name: 'Done' }).click();
+    await expect.poll(() => secretField.count()).toBe(0);
+    const row = credentials.locator('tbody tr', { hasText: listed[0].credential_id });
+    expect(await row.textContent()).toContain('ci');
+    expect(await page.content()).not.toContain(secret);
+
+    await row.getByRole('button', { name: 'Revoke' }).click();
+    await page.getByRole('button', { name: 'Yes, revoke' }).click();
+    await credentials.getByText('No credentials: create one below.').waitFor();
+    const refused = await fetch(`${suite.server.url}/auth/token`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ grant_type: 'client_credentials', client_id: 'svc-loader', client_secret: secret }),
+    });
+    expect(refused.status).toBe(401);
+    await expectFitsTablet(page);
   });
 });

@@ -4,7 +4,7 @@
  * method. One route, `/account/:section`; the sections are tabs.
  */
 import { useState } from 'preact/hooks';
-import type { components as Control } from '../../../src/client/generated/control.ts';
+import type { components as Control, paths as ControlPaths } from '../../../src/client/generated/control.ts';
 import { api, data, whoAmI } from '../api.ts';
 import { ErrorNotice } from '../errors.tsx';
 import { Link } from '../link.tsx';
@@ -200,6 +200,7 @@ function ServiceAccounts({ accountId }: AccountProps) {
   const path = { account_id: accountId };
   const list = useApi(() => data(api.GET('/control/v1/accounts/{account_id}/service-accounts', { params: { path } })), [accountId]);
   const action = useAction();
+  const [open, setOpen] = useState<string>();
   const full = list.value !== undefined && list.value.used >= list.value.limit;
   return (
     <>
@@ -211,13 +212,16 @@ function ServiceAccounts({ accountId }: AccountProps) {
             Plan <strong>{list.value.plan}</strong>: {list.value.used} of {list.value.limit} service accounts used.
           </p>
           <TableBox label="Service accounts" columns={['Identity', 'Added', '']} empty={list.value.service_accounts.length === 0 && 'No service accounts.'}>
-              {list.value.service_accounts.map((s) => (
+              {list.value.service_accounts.map((s) => [
                 <tr key={s.identity}>
                   <th scope="row">{s.identity}</th>
                   <td>
                     {when(s.added_at)} <span class="muted">by {s.added_by}</span>
                   </td>
                   <td class="row-actions">
+                    <button type="button" aria-expanded={open === s.identity} aria-controls={`credentials-${s.identity}`} onClick={() => setOpen(open === s.identity ? undefined : s.identity)}>
+                      Credentials<span class="sr-only"> of {s.identity}</span>
+                    </button>{' '}
                     <ConfirmButton
                       label="Remove"
                       question={`Remove service account ${s.identity}?`}
@@ -225,8 +229,15 @@ function ServiceAccounts({ accountId }: AccountProps) {
                       onConfirm={() => void action.run(() => data(api.DELETE('/control/v1/accounts/{account_id}/service-accounts/{identity}', { params: { path: { account_id: accountId, identity: s.identity } } })).then(list.reload))}
                     />
                   </td>
-                </tr>
-              ))}
+                </tr>,
+                open === s.identity && (
+                  <tr key={`${s.identity}-credentials`} id={`credentials-${s.identity}`}>
+                    <td colSpan={3}>
+                      <Credentials accountId={accountId} identity={s.identity} />
+                    </td>
+                  </tr>
+                ),
+              ])}
           </TableBox>
         </>
       )}
@@ -240,6 +251,108 @@ function ServiceAccounts({ accountId }: AccountProps) {
         {full && <span class="muted">The plan has no room left; adding answers why.</span>}
       </OneFieldForm>
     </>
+  );
+}
+
+const LIFETIMES = [
+  ['30', '30 days'],
+  ['90', '90 days'],
+  ['365', '1 year'],
+  ['never', 'never expires'],
+] as const;
+type Lifetime = (typeof LIFETIMES)[number][0];
+type MintedCredential = Pick<ControlPaths['/control/v1/accounts/{account_id}/service-accounts/{identity}/credentials']['post']['responses'][201]['content']['application/json'], 'credential_id' | 'client_id' | 'secret'>;
+
+/**
+ * A service account's credentials (billing admins only; docs/service-accounts.md): listed without
+ * their secrets, created — the secret is shown here once and kept nowhere else — and revoked.
+ */
+function Credentials({ accountId, identity }: AccountProps & { identity: string }) {
+  const path = { account_id: accountId, identity };
+  const list = useApi(() => data(api.GET('/control/v1/accounts/{account_id}/service-accounts/{identity}/credentials', { params: { path } })), [accountId, identity]);
+  const action = useAction();
+  const [type, setType] = useState('service');
+  const [lifetime, setLifetime] = useState<Lifetime>('90');
+  const [minted, setMinted] = useState<MintedCredential>();
+  const create = () =>
+    action.run(async () => {
+      const body = { type, expires_in_days: lifetime === 'never' ? null : Number(lifetime) };
+      setMinted(await data(api.POST('/control/v1/accounts/{account_id}/service-accounts/{identity}/credentials', { params: { path }, body })));
+      list.reload();
+    });
+  const revoke = (credentialId: string) =>
+    action.run(() => data(api.DELETE('/control/v1/accounts/{account_id}/service-accounts/{identity}/credentials/{credential_id}', { params: { path: { ...path, credential_id: credentialId } } })).then(list.reload));
+  return (
+    <div>
+      <h3>Credentials of {identity}</h3>
+      <ActionError action={action} />
+      <ErrorNotice error={list.error} />
+      {minted && <MintedSecret credential={minted} onDone={() => setMinted(undefined)} />}
+      {list.value && (
+        <TableBox label={`Credentials of ${identity}`} columns={['Credential', 'Type', 'Created', 'Expires', 'Last used', '']} empty={list.value.length === 0 && 'No credentials: create one below.'}>
+          {list.value.map((c) => (
+            <tr key={c.credential_id}>
+              <th scope="row">
+                {c.credential_id} <span class="muted">{c.secret_hint}</span>
+              </th>
+              <td>{c.type}</td>
+              <td>
+                {when(c.created_at)} <span class="muted">by {c.created_by}</span>
+              </td>
+              <td>{c.expires_at === null ? 'never' : c.expired ? <span class="tag">expired</span> : when(c.expires_at)}</td>
+              <td>{when(c.last_used_at)}</td>
+              <td class="row-actions">
+                <ConfirmButton label="Revoke" question={`Revoke ${c.credential_id} of ${identity}?`} disabled={action.busy} onConfirm={() => void revoke(c.credential_id)} />
+              </td>
+            </tr>
+          ))}
+        </TableBox>
+      )}
+      <form
+        class="inline-form"
+        aria-label={`Create a credential for ${identity}`}
+        onSubmit={(e) => {
+          e.preventDefault();
+          void create();
+        }}
+      >
+        <label>
+          Credential type
+          <input name="type" required pattern="[A-Za-z0-9][A-Za-z0-9._\-]{0,63}" value={type} onInput={(e) => setType(e.currentTarget.value)} autoComplete="off" />
+        </label>
+        <Choice label="Expires" value={lifetime} choices={LIFETIMES} onChange={setLifetime} />
+        <button type="submit" class="primary" disabled={action.busy}>
+          Create a credential
+        </button>
+      </form>
+    </div>
+  );
+}
+
+/** A just-created secret: shown once, with a copy button; dismissing it forgets it. */
+function MintedSecret({ credential, onDone }: { credential: MintedCredential; onDone: () => void }) {
+  const [copied, setCopied] = useState(false);
+  const copy = () => void navigator.clipboard?.writeText(credential.secret).then(() => setCopied(true), () => setCopied(false));
+  return (
+    <div class="success" role="status">
+      <p>
+        Credential {credential.credential_id} for <strong>{credential.client_id}</strong> created. Copy its secret now: it is not shown again.
+      </p>
+      <label>
+        Secret
+        <input readOnly value={credential.secret} onFocus={(e) => e.currentTarget.select()} autoComplete="off" spellcheck={false} />
+      </label>
+      <div class="buttons">
+        {navigator.clipboard && (
+          <button type="button" onClick={copy}>
+            {copied ? 'Copied' : 'Copy'}
+          </button>
+        )}
+        <button type="button" onClick={onDone}>
+          Done
+        </button>
+      </div>
+    </div>
   );
 }
 
