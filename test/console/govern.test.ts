@@ -3,7 +3,8 @@
  * downloads the effective permissions and revokes it by keyboard; an error shows its code. On the
  * account pages she invites a member, attaches a payment method and restores a workspace another
  * billing admin deleted, after the notifications bell told her; she adds a service account, creates
- * its credential (the secret shown once signs in) and revokes it. Each change is checked through the API.
+ * its credential (the secret shown once signs in) and revokes it; she previews and saves a sign-in
+ * policy, and saves one that would lock her out only when she says so. Each change is checked through the API.
  */
 import fs from 'node:fs';
 import { beforeAll, expect, it } from 'vitest';
@@ -210,6 +211,43 @@ describeInBrowser('console: govern', () => {
       body: new URLSearchParams({ grant_type: 'client_credentials', client_id: 'svc-loader', client_secret: secret }),
     });
     expect(refused.status).toBe(401);
+    await expectFitsTablet(page);
+  });
+
+  it('the sign-in policy: previewed, saved, and saved against the lock-out warning only when asked', { timeout: 90_000 }, async () => {
+    const { page } = suite;
+    const { call, expectStatus } = suite.api;
+    const stored = async () => expectStatus(await call('GET', `/control/v1/accounts/${accountId}/idp-policy`, { token: aliceToken }), 200) as { version: number; enforced: boolean; require_mfa: boolean; max_auth_age_hours: number | null; providers: string[] | null; machine_credentials: { members_may_mint: boolean } | null };
+    await signIn(page, suite.server.url, alice, '/account/sign-in-policy');
+    await page.getByText('No policy is stored: every sign-in is admitted.').waitFor();
+    await page.getByText('No refused sign-ins.').waitFor();
+    await expectAccessible(page, 'account: sign-in policy');
+
+    await page.getByLabel('Enforced (off: every sign-in is admitted)').check();
+    await page.getByLabel('Require multi-factor authentication').check();
+    await page.getByLabel('Re-authenticate at the provider every (hours)').fill('24');
+    await page.getByRole('group', { name: /^Providers/ }).getByLabel('idp_a').check();
+    await page.getByRole('button', { name: 'Preview' }).click();
+    const preview = page.getByRole('region', { name: 'Preview by member' });
+    await preview.waitFor();
+    // Nobody has signed in through a provider: every active member is judged at their first sign-in.
+    expect(await page.getByRole('status').textContent()).toMatch(/0 admitted, 0 denied, \d+ never signed in/);
+    expect(await preview.locator('tbody tr', { hasText: 'alice' }).textContent()).toContain('unknown');
+    expect((await stored()).version).toBe(0);
+    await expectAccessible(page, 'account: sign-in policy preview');
+
+    await page.getByRole('button', { name: 'Save', exact: true }).click();
+    await page.getByText(/^Version 1, changed/).waitFor();
+    expect(await stored()).toMatchObject({ version: 1, enforced: true, require_mfa: true, max_auth_age_hours: 24, providers: ['idp_a'], machine_credentials: null });
+
+    // Stopping members minting machine credentials would lock alice (signed in with one) out: 409 first.
+    await page.getByLabel('Members may mint them').uncheck();
+    await page.getByRole('button', { name: 'Save', exact: true }).click();
+    await expect.poll(() => page.getByRole('alert').textContent()).toContain('IDP_POLICY_WOULD_DENY_YOU');
+    expect((await stored()).version).toBe(1);
+    await page.getByRole('button', { name: 'Save anyway' }).click();
+    await page.getByText(/^Version 2, changed/).waitFor();
+    expect((await stored()).machine_credentials).toEqual({ members_may_mint: false, max_lifetime_days: null });
     await expectFitsTablet(page);
   });
 });

@@ -1,11 +1,12 @@
 /**
  * The caller's billing account (billing admins manage, members read): members and invites,
- * workspaces with the soft-delete grace countdown and restore, service accounts, domains, payment
- * method. One route, `/account/:section`; the sections are tabs.
+ * workspaces with the soft-delete grace countdown and restore, service accounts and their
+ * credentials, domains, the sign-in (IdP) policy, payment method. One route, `/account/:section`;
+ * the sections are tabs.
  */
 import { useState } from 'preact/hooks';
 import type { components as Control, paths as ControlPaths } from '../../../src/client/generated/control.ts';
-import { api, data, whoAmI } from '../api.ts';
+import { api, ApiError, data, whoAmI } from '../api.ts';
 import { ErrorNotice } from '../errors.tsx';
 import { Link } from '../link.tsx';
 import { pathFor } from '../router.ts';
@@ -19,6 +20,7 @@ const SECTIONS = {
   workspaces: 'Workspaces',
   'service-accounts': 'Service accounts',
   domains: 'Domains',
+  'sign-in-policy': 'Sign-in policy',
   payment: 'Payment method',
 } as const;
 type Section = keyof typeof SECTIONS;
@@ -51,6 +53,7 @@ export default function AccountView({ params }: ViewProps) {
           {section === 'workspaces' && <Workspaces accountId={accountId} identity={me.value!.identity} />}
           {section === 'service-accounts' && <ServiceAccounts accountId={accountId} />}
           {section === 'domains' && <Domains accountId={accountId} />}
+          {section === 'sign-in-policy' && <SignInPolicy accountId={accountId} />}
           {section === 'payment' && <Payment accountId={accountId} />}
         </>
       )}
@@ -353,6 +356,237 @@ function MintedSecret({ credential, onDone }: { credential: MintedCredential; on
         </button>
       </div>
     </div>
+  );
+}
+
+type IdpPolicy = ControlPaths['/control/v1/accounts/{account_id}/idp-policy']['get']['responses'][200]['content']['application/json'];
+type IdpPolicyRequest = ControlPaths['/control/v1/accounts/{account_id}/idp-policy']['put']['requestBody']['content']['application/json'];
+type Preview = ControlPaths['/control/v1/accounts/{account_id}/idp-policy/preview']['post']['responses'][200]['content']['application/json'];
+const PROVIDERS = ['idp_a', 'idp_b'] as const;
+
+/** The policy as the form edits it: lists as comma-separated text, numbers as text ('' is none). */
+interface PolicyForm {
+  enforced: boolean;
+  providers: Record<(typeof PROVIDERS)[number], boolean>;
+  allow_password_auth: boolean;
+  require_mfa: boolean;
+  max_auth_age_hours: string;
+  max_session_hours: string;
+  email_domains: string;
+  blocks: Record<(typeof PROVIDERS)[number], { allowed_email_domains: string; required_groups: string }>;
+  members_may_mint: boolean;
+  max_lifetime_days: string;
+}
+
+const listText = (values: readonly string[] | null | undefined) => (values ?? []).join(', ');
+const textList = (text: string) => {
+  const values = text.split(',').map((v) => v.trim()).filter(Boolean);
+  return values.length > 0 ? values : null;
+};
+const numberText = (value: number | null | undefined) => (value == null ? '' : String(value));
+const textNumber = (text: string) => (text.trim() === '' ? null : Number(text));
+
+function formOf(policy: IdpPolicy): PolicyForm {
+  return {
+    enforced: policy.enforced,
+    providers: { idp_a: policy.providers?.includes('idp_a') ?? false, idp_b: policy.providers?.includes('idp_b') ?? false },
+    allow_password_auth: policy.allow_password_auth,
+    require_mfa: policy.require_mfa,
+    max_auth_age_hours: numberText(policy.max_auth_age_hours),
+    max_session_hours: numberText(policy.max_session_hours),
+    email_domains: listText(policy.email_domains),
+    blocks: {
+      idp_a: { allowed_email_domains: listText(policy.idp_a?.allowed_email_domains), required_groups: listText(policy.idp_a?.required_groups) },
+      idp_b: { allowed_email_domains: listText(policy.idp_b?.allowed_email_domains), required_groups: listText(policy.idp_b?.required_groups) },
+    },
+    members_may_mint: policy.machine_credentials?.members_may_mint ?? true,
+    max_lifetime_days: numberText(policy.machine_credentials?.max_lifetime_days),
+  };
+}
+
+/** The whole document a PUT replaces the policy with (docs/idp-policy.md): what the form does not set is its default. */
+function requestOf(form: PolicyForm): IdpPolicyRequest {
+  const providers = PROVIDERS.filter((p) => form.providers[p]);
+  const block = (p: (typeof PROVIDERS)[number]) => {
+    const b = { allowed_email_domains: textList(form.blocks[p].allowed_email_domains), required_groups: textList(form.blocks[p].required_groups) };
+    return b.allowed_email_domains || b.required_groups ? b : null;
+  };
+  const maxLifetime = textNumber(form.max_lifetime_days);
+  return {
+    enforced: form.enforced,
+    providers: providers.length > 0 ? [...providers] : null,
+    idp_a: block('idp_a'),
+    idp_b: block('idp_b'),
+    allow_password_auth: form.allow_password_auth,
+    require_mfa: form.require_mfa,
+    max_auth_age_hours: textNumber(form.max_auth_age_hours),
+    max_session_hours: textNumber(form.max_session_hours),
+    email_domains: textList(form.email_domains),
+    machine_credentials: form.members_may_mint && maxLifetime === null ? null : { members_may_mint: form.members_may_mint, max_lifetime_days: maxLifetime },
+  };
+}
+
+/**
+ * The account's sign-in (IdP) policy (docs/idp-policy.md): every member reads it and its recent
+ * denials; a billing admin previews a change against each member's last sign-in, then saves it —
+ * and, when the API answers that it would lock the admin out (409 IDP_POLICY_WOULD_DENY_YOU), may
+ * save it anyway.
+ */
+function SignInPolicy({ accountId }: AccountProps) {
+  const path = { account_id: accountId };
+  const policy = useApi(() => data(api.GET('/control/v1/accounts/{account_id}/idp-policy', { params: { path } })), [accountId]);
+  const denials = useApi(() => data(api.GET('/control/v1/accounts/{account_id}/idp-policy/denials', { params: { path, query: { limit: 20 } } })), [accountId]);
+  const action = useAction();
+  const [edited, setEdited] = useState<PolicyForm>();
+  const [preview, setPreview] = useState<Preview>();
+  const [wouldDenyYou, setWouldDenyYou] = useState(false);
+  const form = edited ?? (policy.value && formOf(policy.value));
+  const change = (patch: Partial<PolicyForm>) => {
+    setEdited({ ...form!, ...patch });
+    setPreview(undefined);
+    setWouldDenyYou(false);
+  };
+  const save = (force: boolean) =>
+    action.run(async () => {
+      try {
+        await data(api.PUT('/control/v1/accounts/{account_id}/idp-policy', { params: { path, query: force ? { force: 'true' } : {} }, body: requestOf(form!) }));
+      } catch (error) {
+        setWouldDenyYou(error instanceof ApiError && error.code === 'IDP_POLICY_WOULD_DENY_YOU');
+        throw error;
+      }
+      setEdited(undefined);
+      setWouldDenyYou(false);
+      policy.reload();
+    });
+  const runPreview = () => action.run(async () => setPreview(await data(api.POST('/control/v1/accounts/{account_id}/idp-policy/preview', { params: { path }, body: requestOf(form!) }))));
+  const check = (label: string, checked: boolean, onChange: (value: boolean) => void) => (
+    <label class="check">
+      <input type="checkbox" checked={checked} onChange={(e) => onChange(e.currentTarget.checked)} /> {label}
+    </label>
+  );
+  const text = (label: string, value: string, onChange: (value: string) => void, hint?: string) => (
+    <label>
+      {label}
+      <input value={value} onInput={(e) => onChange(e.currentTarget.value)} autoComplete="off" placeholder={hint} />
+    </label>
+  );
+  const hours = (label: string, value: string, onChange: (value: string) => void) => (
+    <label>
+      {label}
+      <input type="number" min={1} step={1} value={value} onInput={(e) => onChange(e.currentTarget.value)} placeholder="no limit" />
+    </label>
+  );
+  return (
+    <>
+      <ErrorNotice error={policy.error} />
+      {policy.value && form && (
+        <>
+          <p>
+            {policy.value.configured ? (
+              <>
+                Version {policy.value.version}, changed {when(policy.value.updated_at)} <span class="muted">by {policy.value.updated_by}</span>.
+              </>
+            ) : (
+              'No policy is stored: every sign-in is admitted.'
+            )}
+          </p>
+          <form
+            aria-label="Sign-in policy"
+            onSubmit={(e) => {
+              e.preventDefault();
+              void save(false);
+            }}
+          >
+            {check('Enforced (off: every sign-in is admitted)', form.enforced, (enforced) => change({ enforced }))}
+            <fieldset>
+              <legend>Providers people may sign in with (none ticked: any)</legend>
+              {PROVIDERS.map((p) => check(p, form.providers[p], (on) => change({ providers: { ...form.providers, [p]: on } })))}
+            </fieldset>
+            {check('Allow password-only sign-in', form.allow_password_auth, (allow_password_auth) => change({ allow_password_auth }))}
+            {check('Require multi-factor authentication', form.require_mfa, (require_mfa) => change({ require_mfa }))}
+            <div class="fields">
+              {hours('Re-authenticate at the provider every (hours)', form.max_auth_age_hours, (max_auth_age_hours) => change({ max_auth_age_hours }))}
+              {hours('Longest session (hours)', form.max_session_hours, (max_session_hours) => change({ max_session_hours }))}
+            </div>
+            <div class="fields">{text('Email domains (verified domains of this account, comma-separated)', form.email_domains, (email_domains) => change({ email_domains }), 'any')}</div>
+            {PROVIDERS.map((p) => (
+              <fieldset key={p}>
+                <legend>Through {p} only</legend>
+                <div class="fields">
+                  {text(`Email domains for ${p}`, form.blocks[p].allowed_email_domains, (v) => change({ blocks: { ...form.blocks, [p]: { ...form.blocks[p], allowed_email_domains: v } } }), 'any')}
+                  {text(`Required groups for ${p} (any of)`, form.blocks[p].required_groups, (v) => change({ blocks: { ...form.blocks, [p]: { ...form.blocks[p], required_groups: v } } }), 'none')}
+                </div>
+              </fieldset>
+            ))}
+            <fieldset>
+              <legend>Machine credentials members mint for themselves</legend>
+              {check('Members may mint them', form.members_may_mint, (members_may_mint) => change({ members_may_mint }))}
+              <div class="fields">
+                <label>
+                  Longest lifetime (days)
+                  <input type="number" min={1} max={3650} step={1} value={form.max_lifetime_days} onInput={(e) => change({ max_lifetime_days: e.currentTarget.value })} placeholder="no limit" />
+                </label>
+              </div>
+            </fieldset>
+            <ActionError action={action} />
+            <div class="buttons">
+              <button type="button" disabled={action.busy} onClick={() => void runPreview()}>
+                Preview
+              </button>
+              <button type="submit" class="primary" disabled={action.busy}>
+                Save
+              </button>
+              {wouldDenyYou && (
+                <button type="button" class="danger" disabled={action.busy} onClick={() => void save(true)}>
+                  Save anyway
+                </button>
+              )}
+              {edited && (
+                <button type="button" disabled={action.busy} onClick={() => (setEdited(undefined), setPreview(undefined), setWouldDenyYou(false))}>
+                  Discard changes
+                </button>
+              )}
+            </div>
+          </form>
+          {preview && (
+            <>
+              <h3>Preview</h3>
+              <p role="status">
+                Judged against each member's last sign-in: {preview.admitted} admitted, {preview.denied} denied, {preview.unknown} never signed in (their first sign-in will be judged).
+              </p>
+              <TableBox label="Preview by member" columns={['Member', 'Role', 'Outcome', 'Why', 'Last sign-in']} empty={preview.members.length === 0 && 'No active members.'}>
+                {preview.members.map((m) => (
+                  <tr key={m.identity}>
+                    <th scope="row">{m.identity}</th>
+                    <td>{m.role}</td>
+                    <td>{m.outcome}</td>
+                    <td>{m.code ? <><code>{m.code}</code> {m.reason}</> : '—'}</td>
+                    <td>{when(m.last_sign_in_at)}</td>
+                  </tr>
+                ))}
+              </TableBox>
+            </>
+          )}
+        </>
+      )}
+      <h3>Refused sign-ins</h3>
+      <ErrorNotice error={denials.error} />
+      {denials.value && (
+        <TableBox label="Refused sign-ins" columns={['When', 'Identity', 'Provider', 'Email', 'Why']} empty={denials.value.denials.length === 0 && 'No refused sign-ins.'}>
+          {denials.value.denials.map((d) => (
+            <tr key={d.denial_id}>
+              <td>{when(d.at)}</td>
+              <th scope="row">{d.identity}</th>
+              <td>{d.provider}</td>
+              <td>{d.email ?? '—'}</td>
+              <td>
+                <code>{d.code}</code> {d.reason}
+              </td>
+            </tr>
+          ))}
+        </TableBox>
+      )}
+    </>
   );
 }
 
