@@ -116,6 +116,14 @@ describeInBrowser('console: govern', () => {
     await page.getByLabel('Last four digits').fill('4242');
     await page.getByRole('button', { name: 'Attach' }).click();
     await page.getByText('visa ending in 4242').waitFor();
+    await page.getByText('No payments yet.').waitFor();
+    // A payment made through the API is listed when the tab is opened again.
+    expectStatus(await call('POST', `/control/v1/accounts/${accountId}/payments`, { token: aliceToken, json: { amount: 1999, description: 'April usage' } }), 201);
+    await page.getByRole('link', { name: 'Domains' }).click();
+    await page.getByRole('link', { name: 'Payment method' }).click();
+    const payment = page.getByRole('region', { name: 'Payments' }).locator('tbody tr', { hasText: 'April usage' });
+    await payment.waitFor();
+    expect(await payment.textContent()).toMatch(/19\.99.*April usage.*succeeded.*alice/);
     await expectAccessible(page, 'account: payment');
 
     // The bell has the unread count (bob's accepted invite and the deletion); the workspace shows its grace countdown and is restored.

@@ -705,6 +705,44 @@ function Payment({ accountId }: AccountProps) {
           </button>
         </div>
       </form>
+      <Payments accountId={accountId} />
+    </>
+  );
+}
+
+/** An amount in the currency's smallest unit (docs/payments.md), as the browser's locale writes money. */
+function formatAmount(amount: number, currency: string): string {
+  try {
+    const format = new Intl.NumberFormat(undefined, { style: 'currency', currency: currency.toUpperCase() });
+    return format.format(amount / 10 ** (format.resolvedOptions().maximumFractionDigits ?? 2));
+  } catch {
+    return `${amount} ${currency}`;
+  }
+}
+
+/** The account's payments, newest first (billing admins; others see the API's 403). */
+function Payments({ accountId }: AccountProps) {
+  const list = useApi(() => data(api.GET('/control/v1/accounts/{account_id}/payments', { params: { path: { account_id: accountId }, query: { limit: 50 } } })), [accountId]);
+  return (
+    <>
+      <h3>Payments</h3>
+      <ErrorNotice error={list.error} />
+      {list.value && (
+        <TableBox label="Payments" columns={['When', 'Amount', 'Description', 'Status', 'By']} empty={list.value.length === 0 && 'No payments yet.'}>
+          {list.value.map((p) => (
+            <tr key={p.payment_id}>
+              <td>{when(p.created_at)}</td>
+              <th scope="row">{formatAmount(p.amount, p.currency)}</th>
+              <td>{p.description ?? '—'}</td>
+              <td>
+                {p.status}
+                {p.failure_message && <span class="muted"> — {p.failure_message}</span>}
+              </td>
+              <td>{p.created_by}</td>
+            </tr>
+          ))}
+        </TableBox>
+      )}
     </>
   );
 }
