@@ -15,12 +15,16 @@ export const IN_PROGRESS = ['queued', 'running'] as const;
 /**
  * Every timestamp of a job comes from one clock, the metadata database's (`now()`, the time its
  * statement's transaction started): created_at by the column's default, started_at, heartbeat_at and
- * finished_at by the statements below. A job is claimed or finished only by a statement that sees
- * it already inserted (or claimed), so each timestamp is at or after the one before it, whichever
- * process or host sets it: no timing is negative. (The server's clock, read before a statement waits
- * its turn, could be behind the database's time of an insert that went first.)
+ * finished_at by the statements below, whichever process or host runs them. (The server's clock,
+ * read before a statement waits its turn, could be behind the database's time of an insert that
+ * went first.) A job is claimed or finished only by a statement that sees it inserted (or claimed),
+ * but on PostgreSQL that statement's transaction may have started a moment before the insert's did:
+ * its now() is then earlier. So each later timestamp is taken as `now()` but never before the ones
+ * before it (`NOW_AFTER_EARLIER`): no timing is negative.
  */
 const NOW = sql<Date>`now()`;
+/** now(), but not before the job's created_at and started_at (in an UPDATE of jobs; greatest() skips NULLs). */
+const NOW_AFTER_EARLIER = sql<Date>`greatest(now(), jobs.created_at, jobs.started_at)`;
 /** The database's time `ms` milliseconds ago. */
 const ago = (ms: number) => sql<Date>`now() - ${ms}::float8 * interval '1 millisecond'`;
 
@@ -111,7 +115,7 @@ export class JobRepo {
       ), picked AS (
         SELECT execution_id FROM jobs WHERE execution_id IN (SELECT execution_id FROM eligible) AND status = 'queued' FOR UPDATE SKIP LOCKED
       )
-      UPDATE jobs SET status = 'running', worker_id = ${workerId}, started_at = now(), heartbeat_at = now(), attempts = jobs.attempts + 1
+      UPDATE jobs SET status = 'running', worker_id = ${workerId}, started_at = greatest(now(), jobs.created_at), heartbeat_at = greatest(now(), jobs.created_at), attempts = jobs.attempts + 1
       FROM picked WHERE jobs.execution_id = picked.execution_id
       RETURNING jobs.*`.execute(this.db.kysely);
     return result.rows.sort((a, b) => a.created_at.getTime() - b.created_at.getTime());
@@ -197,7 +201,7 @@ export class JobRepo {
         result_bytes: outcome.result_bytes ?? null,
         row_count: outcome.row_count ?? null,
         columns: outcome.columns ? JSON.stringify(outcome.columns) : null,
-        finished_at: NOW,
+        finished_at: NOW_AFTER_EARLIER,
       })
       .where('execution_id', '=', executionId)
       .where('worker_id', '=', workerId)
@@ -210,7 +214,7 @@ export class JobRepo {
   async requestCancel(executionId: string): Promise<JobRow | undefined> {
     await this.db.kysely
       .updateTable('jobs')
-      .set({ status: 'cancelled', finished_at: NOW, error: JSON.stringify({ code: 'CANCELLED', message: 'Cancelled before it started' } satisfies JobFailure) })
+      .set({ status: 'cancelled', finished_at: NOW_AFTER_EARLIER, error: JSON.stringify({ code: 'CANCELLED', message: 'Cancelled before it started' } satisfies JobFailure) })
       .where('execution_id', '=', executionId)
       .where('status', '=', 'queued')
       .execute();
@@ -237,7 +241,7 @@ export class JobRepo {
       .updateTable('jobs')
       .set((eb) => ({
         status: eb.case().when('cancel_requested', '=', true).then(sql.lit('cancelled')).else(sql.lit('failed')).end() as never,
-        finished_at: NOW,
+        finished_at: NOW_AFTER_EARLIER,
         error: JSON.stringify({ code: 'WORKER_LOST', message: 'The worker running this job stopped; it was not retried again' } satisfies JobFailure),
       }))
       .where('status', '=', 'running')
