@@ -154,9 +154,11 @@ export class FailedAttemptThrottle {
 
   private columns() {
     const { windowSeconds, knownSourceDays } = this.options;
+    // Never more than the window: on PostgreSQL this statement's now() (its transaction's start) can
+    // be a moment before the window_start another transaction wrote and this one already sees.
     return sql<CounterRow>`source, failures,
       window_start > now() - make_interval(secs => ${windowSeconds}) AS current,
-      GREATEST(1, CEIL(EXTRACT(EPOCH FROM (window_start + make_interval(secs => ${windowSeconds}) - now()))))::int AS retry_after,
+      GREATEST(1, LEAST(${windowSeconds}, CEIL(EXTRACT(EPOCH FROM (window_start + make_interval(secs => ${windowSeconds}) - now())))))::int AS retry_after,
       COALESCE(last_success_at > now() - make_interval(days => ${knownSourceDays}), false) AS known,
       COALESCE(last_success_at > now() - interval '1 day', false) AS known_recently`;
   }
