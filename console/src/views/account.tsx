@@ -395,10 +395,7 @@ function formOf(policy: IdpPolicy): PolicyForm {
     max_auth_age_hours: numberText(policy.max_auth_age_hours),
     max_session_hours: numberText(policy.max_session_hours),
     email_domains: listText(policy.email_domains),
-    blocks: {
-      idp_a: { allowed_email_domains: listText(policy.idp_a?.allowed_email_domains), required_groups: listText(policy.idp_a?.required_groups) },
-      idp_b: { allowed_email_domains: listText(policy.idp_b?.allowed_email_domains), required_groups: listText(policy.idp_b?.required_groups) },
-    },
+    blocks: Object.fromEntries(PROVIDERS.map((p) => [p, { allowed_email_domains: listText(policy[p]?.allowed_email_domains), required_groups: listText(policy[p]?.required_groups) }])) as PolicyForm['blocks'],
     members_may_mint: policy.machine_credentials?.members_may_mint ?? true,
     max_lifetime_days: numberText(policy.machine_credentials?.max_lifetime_days),
   };
@@ -441,11 +438,13 @@ function SignInPolicy({ accountId }: AccountProps) {
   const [preview, setPreview] = useState<Preview>();
   const [wouldDenyYou, setWouldDenyYou] = useState(false);
   const form = edited ?? (policy.value && formOf(policy.value));
-  const change = (patch: Partial<PolicyForm>) => {
-    setEdited({ ...form!, ...patch });
+  /** Sets the edited form (undefined: the stored policy's); a preview or lock-out warning of the old one no longer applies. */
+  const edit = (next: PolicyForm | undefined) => {
+    setEdited(next);
     setPreview(undefined);
     setWouldDenyYou(false);
   };
+  const change = (patch: Partial<PolicyForm>) => edit({ ...form!, ...patch });
   const save = (force: boolean) =>
     action.run(async () => {
       try {
@@ -542,7 +541,7 @@ function SignInPolicy({ accountId }: AccountProps) {
                 </button>
               )}
               {edited && (
-                <button type="button" disabled={action.busy} onClick={() => (setEdited(undefined), setPreview(undefined), setWouldDenyYou(false))}>
+                <button type="button" disabled={action.busy} onClick={() => edit(undefined)}>
                   Discard changes
                 </button>
               )}
